@@ -1,0 +1,27 @@
+"""Static checks (LANGUAGE.md "Static checks"): a registry of small functions."""
+
+from __future__ import annotations
+
+from pactwright.compiler.checks import effects, guards, names, states, transfers, values
+from pactwright.compiler.checks._registry import REGISTRY, Check, CheckContext, check
+from pactwright.compiler.checks.guards import type_all
+from pactwright.compiler.expressions import ExpressionTyper
+from pactwright.compiler.symbols import Symbols
+
+from pactwright.diagnostics import Diagnostic
+
+__all__ = ["REGISTRY", "Check", "CheckContext", "check", "run_checks"]
+
+_TOPICS = (names, states, values, transfers, effects, guards)  # registration order
+
+
+def run_checks(sym: Symbols) -> tuple[CheckContext, list[Diagnostic]]:
+    """Run every registered check; diagnostics come back sorted and deduplicated."""
+    ctx = CheckContext(sym=sym, typer=ExpressionTyper(sym))
+    type_all(ctx)
+    found: dict[tuple[object, ...], Diagnostic] = {}
+    for registered in REGISTRY:
+        for diagnostic in registered.run(ctx):
+            key = (diagnostic.code, diagnostic.span, diagnostic.message)
+            found.setdefault(key, diagnostic)
+    return ctx, sorted(found.values(), key=Diagnostic.sort_key)

@@ -1,0 +1,175 @@
+"""Names: duplicates, reserved words, and references to undeclared things."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Iterator
+
+from pactwright.compiler import ast
+from pactwright.compiler.checks._registry import CheckContext, check
+from pactwright.compiler.parser import keywords
+
+from pactwright.diagnostics import Diagnostic
+
+
+def _hint(name: str, known: Iterable[str], kind: str) -> str:
+    known = sorted(known)
+    close = difflib.get_close_matches(name, known, n=1)
+    if close:
+        return f"did you mean `{close[0]}`?"
+    if known:
+        return f"declared {kind}s: {', '.join(known[:6])}"
+    return f"declare it with `{kind} {name} ...`"
+
+
+@check("PW121")
+def duplicate_declarations(ctx: CheckContext) -> Iterator[Diagnostic]:
+    for dup in ctx.sym.duplicates:
+        yield ctx.error(
+            "PW121",
+            f"{dup.kind} `{dup.name}` is declared twice (first at line {dup.first.line})",
+            dup.again,
+            "rename one of them or remove the copy",
+        )
+    for kind, decls in (("currency", ctx.sym.currencies), ("default", ctx.sym.defaults), ("budget", ctx.sym.budgets)):
+        for again in decls[1:]:
+            yield ctx.error("PW121", f"`{kind}` is declared twice", again.span, f"keep one `{kind}` declaration")
+    for decl in ctx.sym.transitions.values():
+        seen: dict[str, ast.TransitionField] = {}
+        for tfield in decl.fields:
+            if tfield.kind in ("by", "when", "approval") and tfield.kind in seen:
+                yield ctx.error(
+                    "PW121",
+                    f"transition `{decl.name.name}` has `{tfield.kind}` twice",
+                    tfield.span,
+                    "combine guards with `and`, roles with `,`",
+                )
+            seen.setdefault(tfield.kind, tfield)
+    for effect in ctx.sym.effects.values():
+        seen_keys: set[str] = set()
+        for efield in effect.fields:
+            key = "strategy" if efield.key == "compensate" else efield.key
+            if key in seen_keys and key != "egress":
+                yield ctx.error("PW121", f"effect `{effect.name.name}` has `{key}` twice", efield.span, "keep one")
+            seen_keys.add(key)
+
+
+def _names_in(decl: ast.Decl) -> Iterator[ast.Ident]:
+    if isinstance(decl, ast.RoleDecl | ast.ParamDecl | ast.AccountDecl | ast.EffectDecl | ast.StateDecl):
+        yield decl.name
+    if isinstance(decl, ast.ParamDecl):
+        yield from decl.options
+    if isinstance(decl, ast.TransitionDecl | ast.InvariantDecl):
+        yield decl.name
+    if isinstance(decl, ast.TransitionDecl):
+        for tfield in decl.fields:
+            if isinstance(tfield, ast.StampField):
+                yield tfield.name
+
+
+@check("PW109")
+def reserved_words(ctx: CheckContext) -> Iterator[Diagnostic]:
+    reserved = keywords()
+    for decl in ctx.sym.policy.decls:
+        for ident in _names_in(decl):
+            if ident.name in reserved:
+                yield ctx.error(
+                    "PW109",
+                    f"`{ident.name}` is a reserved word and cannot name something",
+                    ident.span,
+                    f"choose another name, e.g. `{ident.name}_1`",
+                )
+
+
+@check("PW120")
+def unknown_references(ctx: CheckContext) -> Iterator[Diagnostic]:
+    sym = ctx.sym
+    for decl in sym.transitions.values():
+        for ident in (*decl.sources, decl.target):
+            if ident.name not in sym.states:
+                yield ctx.error(
+                    "PW120", f"unknown state `{ident.name}`", ident.span, _hint(ident.name, sym.states, "state")
+                )
+        for tfield in decl.fields:
+            if isinstance(tfield, ast.ByField):
+                for role in tfield.roles:
+                    if role.name not in sym.roles:
+                        yield ctx.error(
+                            "PW120", f"unknown role `{role.name}`", role.span, _hint(role.name, sym.roles, "role")
+                        )
+            elif isinstance(tfield, ast.ApprovalField):
+                if tfield.role.name not in sym.roles:
+                    yield ctx.error(
+                        "PW120",
+                        f"unknown role `{tfield.role.name}`",
+                        tfield.role.span,
+                        _hint(tfield.role.name, sym.roles, "role"),
+                    )
+            elif isinstance(tfield, ast.CallField):
+                if tfield.effect.name not in sym.effects:
+                    yield ctx.error(
+                        "PW120",
+                        f"unknown effect `{tfield.effect.name}`",
+                        tfield.effect.span,
+                        _hint(tfield.effect.name, sym.effects, "effect"),
+                    )
+            elif isinstance(tfield, ast.TransferField):
+                accounts = [tfield.source]
+                accounts += [tfield.destination] if tfield.destination else []
+                accounts += [p.target for p in tfield.portions]
+                for account in accounts:
+                    if account.name not in sym.accounts:
+                        yield ctx.error(
+                            "PW120",
+                            f"unknown account `{account.name}`",
+                            account.span,
+                            _hint(account.name, sym.accounts, "account"),
+                        )
+                for portion in tfield.portions:
+                    if isinstance(portion.share, ast.Ident) and portion.share.name not in sym.params:
+                        yield ctx.error(
+                            "PW120",
+                            f"unknown param `{portion.share.name}` in split",
+                            portion.share.span,
+                            _hint(portion.share.name, sym.params, "param"),
+                        )
+    for effect in sym.effects.values():
+        for efield in effect.fields:
+            if efield.key == "compensate":
+                target = efield.args[0]
+                assert isinstance(target, ast.Ident)
+                if target.name not in sym.effects:
+                    yield ctx.error(
+                        "PW120",
+                        f"unknown effect `{target.name}` to compensate with",
+                        target.span,
+                        _hint(target.name, sym.effects, "effect"),
+                    )
+            if efield.key == "key":
+                for arg in efield.args:
+                    if isinstance(arg, ast.Ident) and arg.name not in sym.params:
+                        yield ctx.error(
+                            "PW120",
+                            f"unknown param `{arg.name}` in key",
+                            arg.span,
+                            _hint(arg.name, sym.params, "param"),
+                        )
+    yield from _placeholders(ctx)
+
+
+def _placeholders(ctx: CheckContext) -> Iterator[Diagnostic]:
+    import re
+
+    sym = ctx.sym
+    allowed = {"agreement", *sym.roles, *(n for n, p in sym.params.items() if p.type == "text")}
+    for account in sym.accounts.values():
+        for match in re.finditer(r"\{([^{}]*)\}", account.address.value):
+            name = match.group(1)
+            if name not in allowed:
+                span = account.address.span
+                yield ctx.error(
+                    "PW120",
+                    f"unknown placeholder `{{{name}}}` in account `{account.name.name}`",
+                    span,
+                    "placeholders are `{agreement}`, a role (its party id) or a text param",
+                )

@@ -1,0 +1,115 @@
+"""Money movements: amounts, splits and the accounts they touch."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from fractions import Fraction
+
+from pactwright.compiler import ast
+from pactwright.compiler.checks._registry import CheckContext, check
+from pactwright.compiler.literals import LiteralProblem, classify
+
+from pactwright.diagnostics import Diagnostic
+from pactwright.money import Percent
+
+
+@check("PW135")
+def self_transfers(ctx: CheckContext) -> Iterator[Diagnostic]:
+    for decl, _, transfer in ctx.transfers():
+        targets = [transfer.destination] if transfer.destination else [p.target for p in transfer.portions]
+        for target in targets:
+            if target is not None and target.name == transfer.source.name:
+                yield ctx.error(
+                    "PW135",
+                    f"transition `{decl.name.name}` transfers from account `{target.name}` to itself",
+                    target.span,
+                    "a transfer needs two different accounts",
+                )
+
+
+def _portion_kind(ctx: CheckContext, portion: ast.Portion) -> str | None:
+    share = portion.share
+    if share is None:
+        return "remaining"
+    if isinstance(share, ast.Ident):
+        param = ctx.sym.params.get(share.name)
+        return param.type if param is not None else None
+    found = classify(share.text, ctx.sym.scale)
+    if isinstance(found, LiteralProblem):
+        return None
+    return "money" if found.kind == "int" else found.kind
+
+
+@check("PW129", "PW130", "PW136", "PW104", "PW105", "PW106", "PW137")
+def splits(ctx: CheckContext) -> Iterator[Diagnostic]:
+    for decl, _, transfer in ctx.transfers():
+        if not transfer.portions:
+            continue
+        remaining = [i for i, p in enumerate(transfer.portions) if p.share is None]
+        if not remaining:
+            yield ctx.error(
+                "PW129",
+                f"split in transition `{decl.name.name}` has no `remaining` portion",
+                transfer.span,
+                "end the split with `remaining to ACCOUNT` so nothing is lost to rounding",
+            )
+        elif remaining != [len(transfer.portions) - 1]:
+            bad = transfer.portions[remaining[0]]
+            yield ctx.error(
+                "PW129",
+                f"`remaining` must be the last portion, and appear once, in transition `{decl.name.name}`",
+                bad.span,
+                "move `remaining to ...` to the end of the split",
+            )
+        kinds: dict[str, ast.Portion] = {}
+        total = Fraction(0)
+        for portion in transfer.portions:
+            if isinstance(portion.share, ast.NumberLit):
+                found = classify(portion.share.text, ctx.sym.scale)
+                if isinstance(found, LiteralProblem):
+                    yield ctx.error(found.code, found.message, portion.share.span, found.hint)
+                    continue
+                if found.kind == "percent":
+                    total += Percent.parse(portion.share.text).value
+                elif found.kind == "duration":
+                    yield ctx.error(
+                        "PW137",
+                        f"a split portion cannot be a duration `{portion.share.text}`",
+                        portion.share.span,
+                        "use a percent or an amount",
+                    )
+            elif isinstance(portion.share, ast.Ident):
+                param = ctx.sym.params.get(portion.share.name)
+                if param is not None and param.type not in ("percent", "money"):
+                    yield ctx.error(
+                        "PW137",
+                        f"split portion `{param.name.name}` is a {param.type}",
+                        portion.share.span,
+                        "use a percent or money param",
+                    )
+                if param is not None and param.type == "percent" and param.value is not None:
+                    total += Percent.parse(param.value.text).value if param.value.text.endswith("%") else 0
+                elif (
+                    param is not None
+                    and param.type == "percent"
+                    and param.high is not None
+                    and param.high.text.endswith("%")
+                ):
+                    total += Percent.parse(param.high.text).value
+            kind = _portion_kind(ctx, portion)
+            if kind in ("percent", "money"):
+                kinds.setdefault(kind, portion)
+        if len(kinds) > 1:
+            yield ctx.error(
+                "PW136",
+                f"split in transition `{decl.name.name}` mixes percents and fixed amounts",
+                kinds["money"].span,
+                "use only percents, or only fixed amounts, before `remaining`",
+            )
+        if total > 1:
+            yield ctx.error(
+                "PW130",
+                f"split portions in transition `{decl.name.name}` add up to {Percent(total)} (over 100%)",
+                transfer.span,
+                "portions must leave something, or exactly nothing, for `remaining`",
+            )

@@ -1,0 +1,581 @@
+"""Policy text -> syntax tree, or a syntax diagnostic that names what was expected.
+
+The LALR parser runs with the transformer inline, so the tree is built in one
+pass. Lark's exceptions never leave this module: they become `Diagnostic`s
+with a stable code, a span and a hint.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+from importlib import resources
+from typing import Any
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
+from pactwright.compiler import ast
+
+from pactwright.diagnostics import Diagnostic, Severity, Span
+
+# Words the grammar uses; a name spelled like one is refused (PW109) so a
+# policy never reads ambiguously to a human.
+KEYWORDS: frozenset[str] = frozenset()
+
+
+class ParseFailure(Exception):
+    """Raised with the diagnostics of a policy that has no syntax tree."""
+
+    def __init__(self, diagnostics: list[Diagnostic]) -> None:
+        super().__init__(diagnostics[0].message)
+        self.diagnostics = diagnostics
+
+
+@functools.cache
+def _grammar_text() -> str:
+    return resources.files("pactwright.compiler.grammar").joinpath("pact.lark").read_text("utf-8")
+
+
+@functools.cache
+def bare_parser() -> Lark:
+    """The LALR parser without the transformer (benchmarks compare against it)."""
+    return Lark(_grammar_text(), parser="lalr", propagate_positions=True, maybe_placeholders=False)
+
+
+def _span(token: Token) -> Span:
+    return Span(
+        line=token.line or 1,
+        column=token.column or 1,
+        end_line=token.end_line or token.line or 1,
+        end_column=token.end_column or token.column or 1,
+    )
+
+
+def _meta_span(meta: Any) -> Span:
+    return Span(line=meta.line, column=meta.column, end_line=meta.end_line, end_column=meta.end_column)
+
+
+def _join(first: Span, last: Span) -> Span:
+    return Span(line=first.line, column=first.column, end_line=last.end_line, end_column=last.end_column)
+
+
+def _node_span(item: Any) -> Span:
+    if isinstance(item, Token):
+        return _span(item)
+    span: Span = item.span
+    return span
+
+
+class _Builder(Transformer[Token, ast.PolicyAst]):
+    """Builds `ast` nodes bottom-up; collects lexical diagnostics on the way."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.diagnostics: list[Diagnostic] = []
+
+    # Leaves ---------------------------------------------------------------
+
+    def _ident(self, token: Token) -> ast.Ident:
+        return ast.Ident(span=_span(token), name=str(token))
+
+    def _string(self, token: Token) -> ast.StringLit:
+        raw = str(token)[1:-1]
+        out: list[str] = []
+        index = 0
+        while index < len(raw):
+            char = raw[index]
+            if char == "\\":
+                nxt = raw[index + 1]
+                if nxt not in '"\\':
+                    col = (token.column or 1) + 1 + index
+                    self.diagnostics.append(
+                        Diagnostic(
+                            code="PW103",
+                            severity=Severity.ERROR,
+                            message=f"invalid escape `\\{nxt}` in string",
+                            span=Span(line=token.line or 1, column=col, end_line=token.line or 1, end_column=col + 2),
+                            hint='strings allow only `\\"` and `\\\\`',
+                        )
+                    )
+                out.append(nxt)
+                index += 2
+                continue
+            out.append(char)
+            index += 1
+        return ast.StringLit(span=_span(token), value="".join(out))
+
+    def _number(self, token: Token) -> ast.NumberLit:
+        return ast.NumberLit(span=_span(token), text=str(token))
+
+    # Header and simple declarations --------------------------------------
+
+    @v_args(meta=True)
+    def header(self, meta: Any, items: list[Token]) -> ast.Header:
+        return ast.Header(span=_meta_span(meta), pact_id=self._string(items[0]), version=self._string(items[1]))
+
+    @v_args(meta=True)
+    def start(self, meta: Any, items: list[Any]) -> ast.PolicyAst:
+        header: ast.Header = items[0]
+        decls = tuple(items[1:])
+        end = decls[-1].span if decls else header.span
+        return ast.PolicyAst(span=_join(header.span, end), header=header, decls=decls)
+
+    @v_args(meta=True)
+    def currency(self, meta: Any, items: list[Token]) -> ast.CurrencyDecl:
+        return ast.CurrencyDecl(span=_meta_span(meta), code=self._ident(items[0]), scale=self._number(items[1]))
+
+    @v_args(meta=True)
+    def default_decl(self, meta: Any, items: list[Token]) -> ast.DefaultDecl:
+        return ast.DefaultDecl(span=_meta_span(meta))
+
+    @v_args(meta=True)
+    def role(self, meta: Any, items: list[Any]) -> ast.RoleDecl:
+        return ast.RoleDecl(span=_meta_span(meta), name=self._ident(items[0]), untrusted=len(items) > 1)
+
+    @v_args(meta=True)
+    def clock(self, meta: Any, items: list[Token]) -> ast.RoleDecl:
+        return ast.RoleDecl(span=_meta_span(meta), name=self._ident(items[0]), clock=True)
+
+    @v_args(meta=True)
+    def param(self, meta: Any, items: list[Any]) -> ast.ParamDecl:
+        name = self._ident(items[0])
+        fields: dict[str, Any] = items[1]
+        return ast.ParamDecl(span=_meta_span(meta), name=name, **fields)
+
+    def money_range(self, items: list[Token]) -> dict[str, Any]:
+        return {"type": "money", "low": self._number(items[0]), "high": self._number(items[1])}
+
+    def money_fixed(self, items: list[Token]) -> dict[str, Any]:
+        return {"type": "money", "value": self._number(items[0])}
+
+    def percent_range(self, items: list[Token]) -> dict[str, Any]:
+        return {"type": "percent", "low": self._number(items[0]), "high": self._number(items[1])}
+
+    def percent_fixed(self, items: list[Token]) -> dict[str, Any]:
+        return {"type": "percent", "value": self._number(items[0])}
+
+    def duration_fixed(self, items: list[Token]) -> dict[str, Any]:
+        return {"type": "duration", "value": self._number(items[0])}
+
+    def text_matching(self, items: list[Token]) -> dict[str, Any]:
+        return {"type": "text", "pattern": self._string(items[0])}
+
+    def text_one_of(self, items: list[tuple[ast.Ident, ...]]) -> dict[str, Any]:
+        return {"type": "text", "options": items[0]}
+
+    def name_list(self, items: list[Token]) -> tuple[ast.Ident, ...]:
+        return tuple(self._ident(token) for token in items)
+
+    @v_args(meta=True)
+    def account(self, meta: Any, items: list[Any]) -> ast.AccountDecl:
+        return ast.AccountDecl(
+            span=_meta_span(meta), name=self._ident(items[0]), address=self._string(items[1]), external=len(items) > 2
+        )
+
+    @v_args(meta=True)
+    def budget(self, meta: Any, items: list[ast.BudgetItem]) -> ast.BudgetDecl:
+        return ast.BudgetDecl(span=_meta_span(meta), items=tuple(items))
+
+    @v_args(meta=True)
+    def budget_item(self, meta: Any, items: list[Any]) -> ast.BudgetItem:
+        return ast.BudgetItem(span=_meta_span(meta), key=str(items[0]), value=self._number(items[1]))
+
+    @v_args(meta=True)
+    def rule(self, meta: Any, items: list[Any]) -> ast.RuleDecl:
+        return ast.RuleDecl(span=_meta_span(meta), risk=self._ident(items[0]), decision=items[1])
+
+    # Keyword choices come back as their single token's text.
+    def _word(self, items: list[Token]) -> str:
+        return str(items[0])
+
+    decision = reversibility = strategy = budget_key = function = _word
+
+    def untrusted(self, items: list[Token]) -> bool:
+        return True
+
+    external = not_requester = untrusted
+
+    def remaining(self, items: list[Token]) -> Token:
+        return items[0]
+
+    def state_flag(self, items: list[Token]) -> ast.Ident:
+        return self._ident(items[0])
+
+    @v_args(meta=True)
+    def state(self, meta: Any, items: list[Any]) -> ast.StateDecl:
+        return ast.StateDecl(span=_meta_span(meta), name=self._ident(items[0]), flags=tuple(items[1:]))
+
+    # Effects ---------------------------------------------------------------
+
+    def _field(self, meta: Any, key: str, args: list[Any]) -> ast.EffectField:
+        converted: list[ast.Ident | ast.StringLit | ast.NumberLit] = []
+        for arg in args:
+            if isinstance(arg, Token):
+                if arg.type == "STRING":
+                    converted.append(self._string(arg))
+                elif arg.type == "NUMBER":
+                    converted.append(self._number(arg))
+                else:
+                    converted.append(self._ident(arg))
+            elif isinstance(arg, tuple):
+                converted.extend(arg)
+            else:
+                converted.append(ast.Ident(span=_meta_span(meta), name=str(arg)))
+        return ast.EffectField(span=_meta_span(meta), key=key, args=tuple(converted))
+
+    @v_args(meta=True)
+    def effect(self, meta: Any, items: list[Any]) -> ast.EffectDecl:
+        return ast.EffectDecl(span=_meta_span(meta), name=self._ident(items[0]), fields=tuple(items[1:]))
+
+    @v_args(meta=True)
+    def eff_risk(self, meta: Any, items: list[Any]) -> ast.EffectField:
+        return self._field(meta, "risk", items)
+
+    @v_args(meta=True)
+    def eff_reversibility(self, meta: Any, items: list[Any]) -> ast.EffectField:
+        return self._field(meta, "reversibility", items)
+
+    @v_args(meta=True)
+    def eff_scopes(self, meta: Any, items: list[Any]) -> ast.EffectField:
+        return self._field(meta, "scopes", items)
+
+    @v_args(meta=True)
+    def eff_egress(self, meta: Any, items: list[Any]) -> ast.EffectField:
+        return self._field(meta, "egress", items)
+
+    @v_args(meta=True)
+    def eff_max_calls(self, meta: Any, items: list[Any]) -> ast.EffectField:
+        return self._field(meta, "max_calls", items)
+
+    @v_args(meta=True)
+    def eff_timeout(self, meta: Any, items: list[Any]) -> ast.EffectField:
+        return self._field(meta, "timeout", items)
+
+    @v_args(meta=True)
+    def eff_ceiling(self, meta: Any, items: list[Any]) -> ast.EffectField:
+        return self._field(meta, "ceiling", items)
+
+    @v_args(meta=True)
+    def eff_strategy(self, meta: Any, items: list[Any]) -> ast.EffectField:
+        return self._field(meta, "strategy", items)
+
+    @v_args(meta=True)
+    def eff_compensate(self, meta: Any, items: list[Any]) -> ast.EffectField:
+        return self._field(meta, "compensate", items)
+
+    @v_args(meta=True)
+    def eff_key(self, meta: Any, items: list[Any]) -> ast.EffectField:
+        return self._field(meta, "key", items)
+
+    @v_args(meta=True)
+    def eff_consequence(self, meta: Any, items: list[Any]) -> ast.EffectField:
+        return self._field(meta, "consequence", items)
+
+    # Transitions and invariants ---------------------------------------------
+
+    def clause(self, items: list[Token]) -> ast.StringLit:
+        return self._string(items[0])
+
+    @v_args(meta=True)
+    def transition(self, meta: Any, items: list[Any]) -> ast.TransitionDecl:
+        clause = items.pop(0) if isinstance(items[0], ast.StringLit) else None
+        return ast.TransitionDecl(
+            span=_meta_span(meta),
+            clause=clause,
+            name=self._ident(items[0]),
+            sources=items[1],
+            target=self._ident(items[2]),
+            fields=tuple(items[3:]),
+        )
+
+    @v_args(meta=True)
+    def invariant(self, meta: Any, items: list[Any]) -> ast.InvariantDecl:
+        clause = items.pop(0) if isinstance(items[0], ast.StringLit) else None
+        return ast.InvariantDecl(span=_meta_span(meta), clause=clause, name=self._ident(items[0]), expr=items[1])
+
+    @v_args(meta=True)
+    def tr_by(self, meta: Any, items: list[Any]) -> ast.ByField:
+        return ast.ByField(span=_meta_span(meta), roles=items[0])
+
+    @v_args(meta=True)
+    def tr_when(self, meta: Any, items: list[Any]) -> ast.WhenField:
+        return ast.WhenField(span=_meta_span(meta), expr=items[0])
+
+    @v_args(meta=True)
+    def tr_stamp(self, meta: Any, items: list[Token]) -> ast.StampField:
+        return ast.StampField(span=_meta_span(meta), name=self._ident(items[0]))
+
+    @v_args(meta=True)
+    def tr_transfer(self, meta: Any, items: list[Any]) -> ast.TransferField:
+        return ast.TransferField(
+            span=_meta_span(meta), amount=items[0], source=self._ident(items[1]), destination=self._ident(items[2])
+        )
+
+    @v_args(meta=True)
+    def tr_split(self, meta: Any, items: list[Any]) -> ast.TransferField:
+        return ast.TransferField(
+            span=_meta_span(meta), amount=items[0], source=self._ident(items[1]), portions=tuple(items[2:])
+        )
+
+    @v_args(meta=True)
+    def portion(self, meta: Any, items: list[Token]) -> ast.Portion:
+        share_token, target = items
+        share: ast.NumberLit | ast.Ident | None
+        if share_token.type == "REMAINING":
+            share = None
+        elif share_token.type == "NUMBER":
+            share = self._number(share_token)
+        else:
+            share = self._ident(share_token)
+        return ast.Portion(span=_meta_span(meta), share=share, target=self._ident(target))
+
+    @v_args(meta=True)
+    def tr_call(self, meta: Any, items: list[Token]) -> ast.CallField:
+        return ast.CallField(span=_meta_span(meta), effect=self._ident(items[0]))
+
+    @v_args(meta=True)
+    def tr_approval(self, meta: Any, items: list[Any]) -> ast.ApprovalField:
+        return ast.ApprovalField(span=_meta_span(meta), role=self._ident(items[0]), not_requester=len(items) > 1)
+
+    # Expressions --------------------------------------------------------------
+
+    def lit_number(self, items: list[Token]) -> ast.NumberExpr:
+        return ast.NumberExpr(span=_span(items[0]), text=str(items[0]))
+
+    def lit_string(self, items: list[Token]) -> ast.StringExpr:
+        lit = self._string(items[0])
+        return ast.StringExpr(span=lit.span, value=lit.value)
+
+    def ref_name(self, items: list[Token]) -> ast.NameExpr:
+        return ast.NameExpr(span=_span(items[0]), name=str(items[0]))
+
+    @v_args(meta=True)
+    def ref_now(self, meta: Any, items: list[Token]) -> ast.NowExpr:
+        return ast.NowExpr(span=_meta_span(meta))
+
+    @v_args(meta=True)
+    def ref_final(self, meta: Any, items: list[Token]) -> ast.FinalExpr:
+        return ast.FinalExpr(span=_meta_span(meta))
+
+    @v_args(meta=True)
+    def call_function(self, meta: Any, items: list[Any]) -> ast.CallExpr:
+        return ast.CallExpr(span=_meta_span(meta), function=items[0], arg=self._ident(items[1]))
+
+    def _binary(self, left: ast.Expr, op: Token, right: ast.Expr) -> ast.BinaryExpr:
+        return ast.BinaryExpr(span=_join(left.span, right.span), op=str(op), left=left, right=right, op_span=_span(op))
+
+    def op_compare(self, items: list[Any]) -> ast.BinaryExpr:
+        return self._binary(items[0], items[1], items[2])
+
+    op_arith = op_compare
+
+    def _keyword_binary(self, op: str, items: list[Any]) -> ast.BinaryExpr:
+        left, right = items
+        between = Span(
+            line=left.span.end_line,
+            column=left.span.end_column,
+            end_line=right.span.line,
+            end_column=right.span.column,
+        )
+        return ast.BinaryExpr(span=_join(left.span, right.span), op=op, left=left, right=right, op_span=between)
+
+    def op_and(self, items: list[Any]) -> ast.BinaryExpr:
+        return self._keyword_binary("and", items)
+
+    def op_or(self, items: list[Any]) -> ast.BinaryExpr:
+        return self._keyword_binary("or", items)
+
+    def op_implies(self, items: list[Any]) -> ast.BinaryExpr:
+        return self._keyword_binary("implies", items)
+
+    @v_args(meta=True)
+    def op_not(self, meta: Any, items: list[Any]) -> ast.UnaryExpr:
+        return ast.UnaryExpr(span=_meta_span(meta), op="not", operand=items[0])
+
+    @v_args(meta=True)
+    def op_negate(self, meta: Any, items: list[Any]) -> ast.UnaryExpr:
+        return ast.UnaryExpr(span=_meta_span(meta), op="-", operand=items[0])
+
+
+# Syntax errors ------------------------------------------------------------------
+
+_TERMINAL_TEXT = {
+    "NAME": "a name",
+    "UPPER": "an upper-case word",
+    "NUMBER": "a number",
+    "STRING": "a string",
+    "COMPARATOR": "a comparison",
+    "ADDITIVE": "`+` or `-`",
+    "MULTIPLICATIVE": "`*` or `/`",
+    "$END": "end of file",
+}
+
+
+@functools.cache
+def _parser() -> tuple[Lark, _Builder, dict[str, str], frozenset[str]]:
+    builder = _Builder()
+    lark = Lark(
+        _grammar_text(),
+        parser="lalr",
+        propagate_positions=True,
+        maybe_placeholders=False,
+    )
+    literals: dict[str, str] = {}
+    keywords: set[str] = set()
+    for terminal in lark.terminals:
+        pattern = terminal.pattern
+        if pattern.type == "str":
+            literals[terminal.name] = pattern.value
+            if pattern.value.isidentifier():
+                keywords.add(pattern.value)
+    return lark, builder, literals, frozenset(keywords)
+
+
+def keywords() -> frozenset[str]:
+    """Every reserved word of the language, read from the grammar itself."""
+    return _parser()[3]
+
+
+def _describe(terminal: str, literals: dict[str, str]) -> str:
+    if terminal in literals:
+        return f"`{literals[terminal]}`"
+    return _TERMINAL_TEXT.get(terminal, terminal.lower())
+
+
+def _expected_text(expected: set[str], literals: dict[str, str]) -> str:
+    words = sorted({_describe(name, literals) for name in expected})
+    if len(words) > 8:
+        words = [*words[:8], "..."]
+    return ", ".join(words)
+
+
+def _syntax_diagnostic(exc: UnexpectedInput, text: str, literals: dict[str, str]) -> Diagnostic:
+    line = getattr(exc, "line", 1) or 1
+    column = getattr(exc, "column", 1) or 1
+    if isinstance(exc, UnexpectedCharacters):
+        pos = exc.pos_in_stream or 0
+        char = text[pos] if pos < len(text) else ""
+        point = Span(line=line, column=column, end_line=line, end_column=column + 1)
+        if char == '"':
+            rest = text[pos:].split("\n", 1)[0]
+            return Diagnostic(
+                code="PW102",
+                severity=Severity.ERROR,
+                message="unterminated string",
+                span=Span(line=line, column=column, end_line=line, end_column=column + len(rest)),
+                hint='close the string with `"` on the same line',
+            )
+        shown = char if char.isprintable() else f"U+{ord(char):04X}" if char else "end of file"
+        return Diagnostic(
+            code="PW101",
+            severity=Severity.ERROR,
+            message=f"unexpected character `{shown}`",
+            span=point,
+            hint="names are lower-case letters, digits and `_`; comments start with `#`",
+        )
+    expected = set(getattr(exc, "expected", None) or getattr(exc, "accepts", None) or set())
+    token = getattr(exc, "token", None)
+    if isinstance(exc, UnexpectedEOF) or (token is not None and token.type == "$END"):
+        end_line = text.count("\n") + 1
+        end_col = len(text) - (text.rfind("\n") + 1) + 1
+        point = Span(line=end_line, column=end_col, end_line=end_line, end_column=end_col)
+        if not text.strip() or (
+            text.strip().startswith("#")
+            and all(not ln.strip() or ln.strip().startswith("#") for ln in text.splitlines())
+        ):
+            return Diagnostic(
+                code="PW111",
+                severity=Severity.ERROR,
+                message="empty policy: no `pact` header",
+                span=Span(line=1, column=1, end_line=1, end_column=1),
+                hint='start the file with `pact "ID" version "1.0.0"`',
+            )
+        return Diagnostic(
+            code="PW100",
+            severity=Severity.ERROR,
+            message=f"unexpected end of file; expected {_expected_text(expected, literals)}",
+            span=point,
+            hint="the last declaration is incomplete",
+        )
+    assert isinstance(token, Token)
+    span = _span(token)
+    value = str(token)
+    if token.type == "PACT" or value == "pact":
+        return Diagnostic(
+            code="PW112",
+            severity=Severity.ERROR,
+            message="the `pact` header must be the first declaration and appear exactly once",
+            span=span,
+            hint="keep one header at the top of the file",
+        )
+    expected_words = sorted(literals[name] for name in expected if name in literals and literals[name].isidentifier())
+    if token.type == "NAME" and expected_words and "NAME" not in expected:
+        # A word where a keyword belongs: most often a misspelt keyword.
+        word = _whole_word(text, token)
+        close = difflib.get_close_matches(word, expected_words, n=1)
+        hint = f"did you mean `{close[0]}`?" if close else f"expected one of {_expected_text(expected, literals)}"
+        return Diagnostic(
+            code="PW108",
+            severity=Severity.ERROR,
+            message=f"unknown keyword `{word}`; expected {_expected_text(expected, literals)}",
+            span=span,
+            hint=hint,
+        )
+    return Diagnostic(
+        code="PW100",
+        severity=Severity.ERROR,
+        message=f"unexpected {_describe(token.type, literals) if token.type in literals else f'`{value}`'}; "
+        f"expected {_expected_text(expected, literals)}",
+        span=span,
+        hint=_hint_for(expected, literals),
+    )
+
+
+def _whole_word(text: str, token: Token) -> str:
+    """The full word around a token the contextual lexer split (`allowance`)."""
+    start = token.start_pos or 0
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+        start -= 1
+    end = token.end_pos or start
+    while end < len(text) and (text[end].isalnum() or text[end] == "_"):
+        end += 1
+    return text[start:end]
+
+
+def _hint_for(expected: set[str], literals: dict[str, str]) -> str:
+    if "RBRACE" in expected and len(expected) > 3:
+        return "a block field is misspelt or a `}` is missing"
+    if expected <= {"NAME"}:
+        return "names are lower-case: `[a-z][a-z0-9_]*`"
+    return f"write {_expected_text(expected, literals)} here"
+
+
+def parse_policy(text: str) -> ast.PolicyAst:
+    """Parse policy text into its syntax tree.
+
+    Raises `ParseFailure` with diagnostics (never a lark exception) when the
+    text is not a policy; lexical problems found inside well-formed tokens
+    (bad string escapes) are reported the same way.
+    """
+    lark, builder, literals, _ = _parser()
+    builder.diagnostics = []
+    try:
+        tree = builder.transform(lark.parse(text))
+    except UnexpectedInput as exc:
+        raise ParseFailure([_syntax_diagnostic(exc, text, literals)]) from None
+    except RecursionError:
+        raise ParseFailure(
+            [
+                Diagnostic(
+                    code="PW113",
+                    severity=Severity.ERROR,
+                    message="expression nested too deeply",
+                    span=Span(line=1, column=1, end_line=1, end_column=1),
+                    hint="split the expression; nesting is limited to a few hundred levels",
+                )
+            ]
+        ) from None
+    if builder.diagnostics:
+        raise ParseFailure(sorted(builder.diagnostics, key=Diagnostic.sort_key))
+    assert isinstance(tree, ast.PolicyAst)
+    return tree

@@ -1,0 +1,192 @@
+"""The canonical candidate: the normalized meaning of a policy.
+
+This is what a human approves by hash. It is independent of comments,
+whitespace, declaration order and literal spelling (`12.5` = `12.50`,
+`1d12h` = `36h`), and it includes clause labels, because reviewers approve
+them. Source spans are not here: they live in the compiler's source map.
+
+Collections whose order carries no meaning (roles, states, params, the
+sources of a transition...) are sorted by name; collections whose order is
+meaning (transfers in a transition, split portions) keep written order.
+Money is a decimal string of minor units; percents are exact decimal text
+without `%`; durations are whole seconds.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from pactwright.canonical import canonical_bytes, hash_bytes
+
+CANDIDATE_FORMAT = "pactwright.candidate/1"
+
+ValueType = Literal["money", "int", "percent", "duration", "time", "bool", "text"]
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Expr(Frozen):
+    """A typed expression tree.
+
+    `op` is one of: `lit` (value), `param` / `stamp` (name), `now`, `final`,
+    `balance` / `applied` / `fired` / `total` / `reached` / `approved` (name),
+    `neg` / `not` (one arg), arithmetic `+ - * /`, comparisons
+    `== != < <= > >=`, and `and` / `or` / `implies` (two args). Every node
+    carries its static type so consumers never re-infer it.
+    """
+
+    op: str
+    type: ValueType
+    name: str | None = None
+    value: str | None = None
+    args: tuple[Expr, ...] = ()
+
+
+class PactId(Frozen):
+    id: str
+    version: str
+
+
+class CurrencySpec(Frozen):
+    code: str
+    scale: int
+
+
+class Role(Frozen):
+    name: str
+    trusted: bool
+    clock: bool
+
+
+class Param(Frozen):
+    """A per-agreement value: a range (`min`/`max`), a fixed `value`, or text."""
+
+    name: str
+    type: Literal["money", "percent", "duration", "text"]
+    min: str | None = None
+    max: str | None = None
+    value: str | None = None
+    pattern: str | None = None
+    options: tuple[str, ...] = ()
+
+
+class Account(Frozen):
+    name: str
+    address: str
+    external: bool
+
+
+class Budget(Frozen):
+    max_turns: int | None = None
+    max_model_calls: int | None = None
+    max_tool_calls: int | None = None
+    max_active_time: int | None = None
+    ceiling: str | None = None
+
+
+class Rule(Frozen):
+    risk: str
+    decision: Literal["allow", "allow_with_grant", "require_approval", "deny"]
+
+
+class Egress(Frozen):
+    method: str
+    url: str
+
+
+class Strategy(Frozen):
+    kind: Literal["retry", "idempotent", "reconcilable", "once", "compensate"]
+    compensation: str | None = None
+
+
+class Effect(Frozen):
+    name: str
+    risk: str
+    reversibility: Literal["reversible", "irreversible", "compensable", "not_applicable"] | None = None
+    scopes: tuple[str, ...] = ()
+    egress: tuple[Egress, ...] = ()
+    max_calls: int | None = None
+    timeout: int | None = None
+    ceiling: str | None = None
+    strategy: Strategy | None = None
+    key: tuple[str, ...] = ()
+    consequence: str | None = None
+
+
+class State(Frozen):
+    name: str
+    initial: bool
+    final: bool
+
+
+class Portion(Frozen):
+    """One part of a split: `percent` or `amount` (a cap), or `remaining`."""
+
+    kind: Literal["percent", "amount", "remaining"]
+    value: str | None = None
+    param: str | None = None
+    to: str
+
+
+class Transfer(Frozen):
+    amount: Expr
+    source: str
+    destination: str | None = None
+    portions: tuple[Portion, ...] = ()
+
+
+class Approval(Frozen):
+    role: str
+    not_requester: bool
+
+
+class Transition(Frozen):
+    name: str
+    clause: str | None
+    sources: tuple[str, ...]
+    target: str
+    roles: tuple[str, ...]
+    guard: Expr | None = None
+    stamps: tuple[str, ...] = ()
+    transfers: tuple[Transfer, ...] = ()
+    calls: tuple[str, ...] = ()
+    approval: Approval | None = None
+
+
+class Invariant(Frozen):
+    name: str
+    clause: str | None
+    expr: Expr
+
+
+class Candidate(Frozen):
+    format: Literal["pactwright.candidate/1"] = "pactwright.candidate/1"
+    pact: PactId
+    currency: CurrencySpec
+    default: Literal["deny"] = "deny"
+    roles: tuple[Role, ...]
+    params: tuple[Param, ...]
+    accounts: tuple[Account, ...]
+    budget: Budget | None = None
+    rules: tuple[Rule, ...]
+    effects: tuple[Effect, ...]
+    states: tuple[State, ...]
+    transitions: tuple[Transition, ...]
+    invariants: tuple[Invariant, ...]
+
+    def to_json(self) -> dict[str, object]:
+        """The JSON form that is hashed: absent optional fields are omitted."""
+        return self.model_dump(mode="json", exclude_none=True, exclude_defaults=False)
+
+    def canonical_bytes(self) -> bytes:
+        return canonical_bytes(self.to_json())
+
+    def hash(self) -> str:
+        return hash_bytes(self.canonical_bytes())
+
+
+Expr.model_rebuild()

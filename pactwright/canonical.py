@@ -1,0 +1,120 @@
+"""The one module that turns documents into hashed bytes and back.
+
+Every hashed document (candidate, artifacts, manifest, approvals, signature
+statements, reports) is encoded here with RFC 8785 (JSON Canonicalization
+Scheme) and hashed here with SHA-256. Nothing else in pactwright calls
+`json.dumps` on hashed data, so two encoders can never disagree about bytes.
+
+Floats are refused in both directions: money and percent are exact, and a
+float in a hashed document is a bug waiting to change a hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import rfc8785
+
+from pactwright.errors import CanonicalError
+
+HASH_PREFIX = "sha256:"
+# RFC 8785 serializes numbers as IEEE doubles; integers beyond 2**53 would
+# silently lose precision, so such values must travel as decimal strings.
+_MAX_SAFE_INT = 2**53 - 1
+
+
+def _check(value: Any, path: str) -> None:
+    if value is None or isinstance(value, bool | str):
+        return
+    if isinstance(value, int):
+        if abs(value) > _MAX_SAFE_INT:
+            raise CanonicalError(
+                f"integer at `{path}` exceeds 2**53; encode it as a decimal string",
+                code="PW013",
+            )
+        return
+    if isinstance(value, float):
+        raise CanonicalError(f"float at `{path}` is not allowed in a hashed document", code="PW011")
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise CanonicalError(f"non-string key `{key!r}` at `{path}`", code="PW012")
+            _check(item, f"{path}/{key}")
+        return
+    if isinstance(value, Sequence):
+        for index, item in enumerate(value):
+            _check(item, f"{path}/{index}")
+        return
+    raise CanonicalError(f"value of type `{type(value).__name__}` at `{path}` is not JSON", code="PW014")
+
+
+def canonical_bytes(document: Any) -> bytes:
+    """RFC 8785 bytes of `document`; refuses floats, big ints and non-string keys."""
+    _check(document, "")
+    return rfc8785.dumps(document)
+
+
+def hash_bytes(data: bytes) -> str:
+    """`sha256:<64 hex>` of raw bytes."""
+    return HASH_PREFIX + hashlib.sha256(data).hexdigest()
+
+
+def hash_document(document: Any) -> str:
+    """The hash of a document's canonical bytes."""
+    return hash_bytes(canonical_bytes(document))
+
+
+def is_hash(text: str) -> bool:
+    """Whether `text` has the exact shape of a pactwright hash."""
+    digest = text[len(HASH_PREFIX) :]
+    return text.startswith(HASH_PREFIX) and len(digest) == 64 and all(c in "0123456789abcdef" for c in digest)
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise CanonicalError(f"duplicate key `{key}`", code="PW015")
+        out[key] = value
+    return out
+
+
+def _no_float(text: str) -> Any:
+    raise CanonicalError(f"float `{text}` is not allowed", code="PW011")
+
+
+def _no_constant(text: str) -> Any:
+    raise CanonicalError(f"`{text}` is not JSON", code="PW016")
+
+
+def load_json(data: bytes, *, require_canonical: bool = False) -> Any:
+    """Parse strict JSON: UTF-8, no duplicate keys, no floats, no NaN.
+
+    With `require_canonical`, the bytes must also be exactly the RFC 8785
+    encoding of what they parse to, so a document's hash is a function of its
+    meaning and a re-encoded (or padded) file is refused.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CanonicalError(f"not valid utf-8 at byte {exc.start}", code="PW017") from None
+    try:
+        value = json.loads(
+            text,
+            object_pairs_hook=_no_duplicates,
+            parse_float=_no_float,
+            parse_constant=_no_constant,
+        )
+    except json.JSONDecodeError as exc:
+        raise CanonicalError(
+            f"malformed json at line {exc.lineno} column {exc.colno}: {exc.msg.lower()}",
+            code="PW018",
+        ) from None
+    except RecursionError:
+        raise CanonicalError("json nested too deeply", code="PW018") from None
+    if require_canonical and canonical_bytes(value) != data:
+        raise CanonicalError("json is not in canonical (RFC 8785) form", code="PW019")
+    return value

@@ -1,0 +1,137 @@
+"""Render diagnostics as compiler-style text, JSON, or SARIF 2.1.0."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from pactwright import __version__
+from pactwright.codes import CODES
+from pactwright.diagnostics import Diagnostic
+
+
+@dataclass
+class FileReport:
+    """What `check` learned about one file."""
+
+    file: str
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    candidate_hash: str | None = None
+    source: str = ""
+    unreadable: str | None = None  # why the file could not be read at all
+
+    @property
+    def ok(self) -> bool:
+        return self.unreadable is None and self.candidate_hash is not None
+
+
+def render_text(report: FileReport) -> str:
+    """`file:line:col: error[PWnnn]: message`, the source line, a caret, `help:`."""
+    lines: list[str] = []
+    source_lines = report.source.splitlines()
+    for diag in report.diagnostics:
+        span = diag.span
+        lines.append(f"{report.file}:{span.line}:{span.column}: {diag.severity.value}[{diag.code}]: {diag.message}")
+        if 1 <= span.line <= len(source_lines):
+            text = source_lines[span.line - 1].expandtabs(1)
+            gutter = " " * len(str(span.line))
+            width = (span.end_column - span.column) if span.end_line == span.line else len(text) - span.column + 1
+            width = max(1, min(width, max(1, len(text) - span.column + 1)))
+            caret = " " * (span.column - 1) + "^" * width
+            lines.append(f"{gutter} |")
+            lines.append(f"{span.line} | {text[:200]}")
+            lines.append(f"{gutter} | {caret}{' ' + diag.label if diag.label else ''}")
+            lines.append(f"{gutter} |")
+        if diag.hint:
+            lines.append(f"help: {diag.hint}")
+    errors = sum(1 for d in report.diagnostics if d.is_blocker)
+    warnings = len(report.diagnostics) - errors
+    plural = "" if errors == 1 else "s"
+    wplural = "" if warnings == 1 else "s"
+    lines.append(f"{report.file}: {errors} error{plural}, {warnings} warning{wplural}")
+    return "\n".join(lines) + "\n"
+
+
+def diagnostic_json(diag: Diagnostic) -> dict[str, object]:
+    return {
+        "code": diag.code,
+        "severity": diag.severity.value,
+        "line": diag.span.line,
+        "column": diag.span.column,
+        "end_line": diag.span.end_line,
+        "end_column": diag.span.end_column,
+        "message": diag.message,
+        "hint": diag.hint,
+    }
+
+
+def render_json(reports: Sequence[FileReport]) -> dict[str, object]:
+    return {
+        "files": [
+            {
+                "file": r.file,
+                "ok": r.ok,
+                "candidate_hash": r.candidate_hash,
+                "diagnostics": [diagnostic_json(d) for d in r.diagnostics],
+            }
+            for r in reports
+        ]
+    }
+
+
+def render_sarif(reports: Sequence[FileReport]) -> dict[str, object]:
+    """A SARIF 2.1.0 log that GitHub code scanning accepts."""
+    used = sorted({d.code for r in reports for d in r.diagnostics})
+    rule_index = {code: i for i, code in enumerate(used)}
+    results: list[dict[str, object]] = []
+    for report in reports:
+        for diag in report.diagnostics:
+            results.append(
+                {
+                    "ruleId": diag.code,
+                    "ruleIndex": rule_index[diag.code],
+                    "level": "error" if diag.is_blocker else "warning",
+                    "message": {"text": diag.message + (f" (help: {diag.hint})" if diag.hint else "")},
+                    "locations": [
+                        {
+                            "physicalLocation": {
+                                "artifactLocation": {"uri": report.file.replace("\\", "/")},
+                                "region": {
+                                    "startLine": diag.span.line,
+                                    "startColumn": diag.span.column,
+                                    "endLine": diag.span.end_line,
+                                    "endColumn": max(diag.span.end_column, diag.span.column + 1)
+                                    if diag.span.end_line == diag.span.line
+                                    else diag.span.end_column,
+                                },
+                            }
+                        }
+                    ],
+                }
+            )
+    return {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "pactwright",
+                        "version": __version__,
+                        "informationUri": "https://github.com/pactwright/pactwright",
+                        "rules": [
+                            {
+                                "id": code,
+                                "name": code,
+                                "shortDescription": {"text": CODES.get(code, code)},
+                                "helpUri": f"https://github.com/pactwright/pactwright/blob/main/docs/errors.md#{code.lower()}",
+                            }
+                            for code in used
+                        ],
+                    }
+                },
+                "columnKind": "unicodeCodePoints",
+                "results": results,
+            }
+        ],
+    }

@@ -1,0 +1,82 @@
+"""The `pactwright` entry point: parse arguments, call the library, map errors to exits.
+
+Exit codes: 0 ok, 1 findings (blockers, violations, refusals, differences),
+2 usage or environment errors, 3 internal error. Command modules are
+imported only when their command runs, so start-up stays fast and the
+runtime's commands never import the compiler.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import traceback
+from collections.abc import Sequence
+
+from pactwright import __version__
+from pactwright.errors import PactwrightError
+
+# command name -> (module under pactwright.cli, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "check": ("cmd_check", "check policies; print blockers or the candidate hash"),
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"error[PW001]: {message}\n")
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="pactwright", description="Policies a machine can prove and a human can trace.")
+    parser.add_argument("--version", action="version", version=f"pactwright {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, (module, help_text) in COMMANDS.items():
+        command = importlib.import_module(f"pactwright.cli.{module}")
+        command.register(sub.add_parser(name, help=help_text, description=help_text))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; never let a traceback reach the user."""
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help(sys.stderr)
+            return 2
+        command = importlib.import_module(f"pactwright.cli.{COMMANDS[args.command][0]}")
+        code: int = command.run(args)
+        return code
+    except PactwrightError as exc:
+        sys.stderr.write(f"error[{exc.code}]: {exc.message}\n")
+        if exc.hint:
+            sys.stderr.write(f"help: {exc.hint}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return 0
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 2
+    except Exception:  # noqa: BLE001 - the top-level bug catcher
+        detail = traceback.format_exc(limit=-3)
+        sys.stderr.write(
+            "internal error: this is a bug in pactwright, not in your input.\n"
+            f"pactwright {__version__}, python {sys.version.split()[0]}\n"
+            "please report it with the command you ran and this excerpt:\n"
+            f"{detail}"
+        )
+        return 3
+
+
+def entry() -> None:
+    raise SystemExit(main())
+
+
+if __name__ == "__main__":
+    entry()

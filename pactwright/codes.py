@@ -1,0 +1,68 @@
+"""Every stable diagnostic and error code with its one-line title.
+
+`docs/errors.md` documents each of these, SARIF output names its rules from
+here, and a test fails when a code is emitted that is not listed.
+"""
+
+from __future__ import annotations
+
+CODES: dict[str, str] = {
+    # kernel
+    "PW001": "usage error or unreadable input",
+    "PW011": "float in a hashed document",
+    "PW012": "non-string key in a hashed document",
+    "PW013": "integer too large for canonical JSON",
+    "PW014": "value that is not JSON",
+    "PW015": "duplicate key in JSON",
+    "PW016": "NaN or Infinity in JSON",
+    "PW017": "JSON that is not UTF-8",
+    "PW018": "malformed JSON",
+    "PW019": "JSON not in canonical form",
+    "PW021": "not a money amount",
+    "PW022": "money with more decimals than the currency scale",
+    "PW023": "not a percent",
+    "PW024": "percent with more than four decimals",
+    "PW025": "not a duration",
+    "PW026": "duration with repeated or misordered units",
+    # PW1xx: parse and check
+    "PW100": "syntax error",
+    "PW101": "unexpected character",
+    "PW102": "unterminated string",
+    "PW103": "invalid string escape",
+    "PW104": "malformed number",
+    "PW105": "money literal exceeds the currency scale",
+    "PW106": "bad percent literal",
+    "PW107": "bad duration literal",
+    "PW108": "unknown keyword",
+    "PW109": "reserved word used as a name",
+    "PW110": "not UTF-8 text",
+    "PW111": "empty policy",
+    "PW112": "misplaced or repeated header",
+    "PW113": "expression nested too deeply",
+    "PW114": "policy file too large",
+    "PW120": "unknown name",
+    "PW121": "duplicate declaration or field",
+    "PW122": "no initial state",
+    "PW123": "several initial states",
+    "PW124": "no final state",
+    "PW125": "unreachable state",
+    "PW126": "final state with an outgoing transition",
+    "PW127": "deadlock: non-final state with no way out",
+    "PW128": "bounds reversed",
+    "PW129": "split without `remaining` last",
+    "PW130": "split portions over 100%",
+    "PW131": "effect requires approval but the transition has none",
+    "PW132": "effect denied by its risk rule",
+    "PW133": "untrusted or clock role beyond its authority",
+    "PW134": "irreversible effect with strategy `retry`",
+    "PW135": "transfer from an account to itself",
+    "PW136": "split mixes percents and amounts",
+    "PW137": "type error",
+    "PW138": "missing or bad currency",
+    "PW139": "invalid value",
+    "PW140": "missing required field",
+    "PW150": "guard can never hold (warning)",
+    "PW151": "deadline transition without a clock (warning)",
+    "PW152": "ceiling below a param's upper bound (warning)",
+    "PW153": "effects without an explicit `default deny` (warning)",
+}

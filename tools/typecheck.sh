@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# mypy sees the source rooms under the import names they install as
+# (pactwright.compiler for compiler/, ...), through a tree of symlinks.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+stage="$root/build/typecheck"
+rm -rf "$stage" && mkdir -p "$stage/pactwright"
+for entry in "$root"/pactwright/*; do ln -s "$entry" "$stage/pactwright/$(basename "$entry")"; done
+for room in compiler verifier runtime templates; do ln -s "$root/$room" "$stage/pactwright/$room"; done
+cd "$stage"
+"${PYTHON:-python}" -m mypy --config-file "$root/pyproject.toml" -p pactwright "$@"
