@@ -1,0 +1,108 @@
+"""`model.json`: the finite model the verifier explores.
+
+The verifier reads only this file (and, for replay, `transitions.json` and
+the ledger programs), never compiler internals. The model names its
+deadlines, the sample values each ranged param takes, which accounts are
+shared between agreements, and the default exploration bounds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pactwright.compiler.lower import Json
+
+from pactwright.canonical import canonical_bytes
+
+MODEL_FORMAT = "pactwright.model/1"
+DEFAULT_BOUNDS = {"agreements": 1, "faults": 1, "max_depth": 64, "max_states": 2_000_000}
+BUILTIN_INVARIANTS = (
+    {"name": "money_conserved", "description": "the sum of all balances, per asset, is zero"},
+    {"name": "no_negative_internal", "description": "no non-external account goes negative"},
+    {"name": "no_posting_after_final", "description": "no ledger posting applies after a final state"},
+    {"name": "effect_max_calls", "description": "an effect with max_calls is applied at most that often"},
+)
+
+
+def _samples(low: int, high: int) -> list[str]:
+    """Boundary points of an inclusive range: the values where rounding and caps bite."""
+    points = {low, high, min(low + 1, high), max(high - 1, low), (low + high) // 2}
+    return [str(p) for p in sorted(points)]
+
+
+def _param(param: Json) -> Json:
+    out: Json = {"name": param["name"], "type": param["type"]}
+    if "value" in param:
+        out["fixed"] = param["value"]
+    elif param["type"] in ("money", "percent") and "min" in param:
+        out["min"], out["max"] = param["min"], param["max"]
+        if param["type"] == "money":
+            out["samples"] = _samples(int(param["min"]), int(param["max"]))
+    elif param["type"] == "text":
+        out["options"] = param.get("options", [])
+        if "pattern" in param:
+            out["pattern"] = param["pattern"]
+    return out
+
+
+def _deadlines(expr: Json | None, found: list[Json]) -> None:
+    """Collect `now` compared against `stamp + duration` from a guard."""
+    if expr is None:
+        return
+    args: list[Json] = expr.get("args", [])
+    if expr["op"] in ("<", "<=", ">", ">=", "==", "!=") and len(args) == 2:
+        for side, other in ((args[0], args[1]), (args[1], args[0])):
+            if side["op"] == "now":
+                found.append(_deadline(other))
+    for arg in args:
+        _deadlines(arg, found)
+
+
+def _deadline(expr: Json) -> Json:
+    if expr["op"] == "stamp":
+        return {"stamp": expr["name"], "offset": {"op": "lit", "type": "duration", "value": "0"}}
+    if expr["op"] == "+" and expr["args"][0]["op"] == "stamp":
+        return {"stamp": expr["args"][0]["name"], "offset": expr["args"][1]}
+    return {"stamp": None, "offset": expr}
+
+
+def build_model(table: Json) -> Json:
+    """The verifier's model, derived from the transition table alone."""
+    deadlines: list[Json] = []
+    for transition in table["transitions"]:
+        _deadlines(transition["guard"], deadlines)
+    unique: dict[str, Json] = {}
+    for deadline in deadlines:
+        unique.setdefault(canonical_bytes(deadline).decode(), deadline)
+    effects: list[dict[str, Any]] = table["effects"]
+    return {
+        "format": MODEL_FORMAT,
+        "pact": table["pact"],
+        "candidate_hash": table["candidate_hash"],
+        "currency": table["currency"],
+        "bounds": DEFAULT_BOUNDS,
+        "roles": table["roles"],
+        "params": [_param(p) for p in table["params"]],
+        "accounts": [
+            {
+                "name": a["name"],
+                "external": a["external"],
+                "scope": "agreement" if "agreement" in a["placeholders"] else "shared",
+            }
+            for a in table["accounts"]
+        ],
+        "states": table["states"],
+        "transitions": [
+            {key: t[key] for key in ("id", "clause", "from", "to", "roles", "guard", "stamps", "approval")}
+            | {
+                "postings": [{k: p[k] for k in ("index", "amount", "source", "rule")} for p in t["postings"]],
+                "effects": t["effects"],
+                "ledger_program": t["ledger"]["program"] if t["ledger"] else None,
+            }
+            for t in table["transitions"]
+        ],
+        "effects": effects,
+        "deadlines": [unique[k] for k in sorted(unique)],
+        "invariants": table["invariants"],
+        "builtin_invariants": list(BUILTIN_INVARIANTS),
+    }

@@ -1,0 +1,175 @@
+"""Lowering: candidate -> transition table (the content of `transitions.json`).
+
+Everything a runtime needs to execute a transition is resolved here, once:
+fixed percent and money params inside splits become exact rules, account
+addresses and their placeholders are listed, and each money-moving
+transition names its ledger program and how to fill that program's
+variables. Nothing downstream re-derives meaning from the candidate.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pactwright.candidate import Candidate, Effect, Expr, Param, Transfer, Transition
+from pactwright.money import Percent
+
+TRANSITIONS_FORMAT = "pactwright.transitions/1"
+_PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*)\}")
+
+Json = dict[str, Any]
+
+
+def expr_json(expr: Expr | None) -> Json | None:
+    """The canonical expression tree, as it appears in every artifact."""
+    if expr is None:
+        return None
+    out: Json = {"op": expr.op, "type": expr.type}
+    if expr.name is not None:
+        out["name"] = expr.name
+    if expr.value is not None:
+        out["value"] = expr.value
+    if expr.args:
+        out["args"] = [expr_json(arg) for arg in expr.args]
+    return out
+
+
+def _fixed(params: dict[str, Param], name: str | None) -> str | None:
+    param = params.get(name or "")
+    return param.value if param is not None else None
+
+
+def _portion_share(percent: str) -> str:
+    value = Percent.parse(percent).value
+    return f"{value.numerator}/{value.denominator}"
+
+
+def _amount_source(amount: Expr, index: int) -> Json:
+    """How the runtime obtains a transfer's amount: a literal, a param, or an expression."""
+    if amount.op == "lit" and amount.value is not None:
+        return {"kind": "literal", "minor": amount.value}
+    if amount.op == "param" and amount.name is not None:
+        return {"kind": "param", "param": amount.name, "var": amount.name}
+    return {"kind": "expr", "expr": expr_json(amount), "var": f"transfer_{index}"}
+
+
+def _posting(transfer: Transfer, index: int, params: dict[str, Param]) -> Json:
+    rule: Json
+    if transfer.destination is not None:
+        rule = {"kind": "single", "to": transfer.destination}
+    else:
+        portions: list[Json] = []
+        kinds = {p.kind for p in transfer.portions} - {"remaining"}
+        for portion in transfer.portions:
+            if portion.kind == "remaining":
+                portions.append({"kind": "remaining", "to": portion.to})
+                continue
+            value = portion.value if portion.value is not None else _fixed(params, portion.param)
+            entry: Json = {"kind": portion.kind, "to": portion.to}
+            if value is None:
+                # A ranged param: the runtime supplies it per agreement.
+                entry["param"] = portion.param
+            elif portion.kind == "percent":
+                entry["percent"] = value
+                entry["share"] = _portion_share(value)
+            else:
+                entry["max_minor"] = value
+            portions.append(entry)
+        rule = {"kind": "capped" if kinds == {"amount"} else "allotment", "portions": portions}
+    return {
+        "index": index,
+        "amount": expr_json(transfer.amount),
+        "amount_source": _amount_source(transfer.amount, index),
+        "source": transfer.source,
+        "rule": rule,
+    }
+
+
+def _effect_json(effect: Effect) -> Json:
+    return effect.model_dump(mode="json", exclude_none=True)
+
+
+def _ledger_vars(transition: Transition, postings: list[Json], candidate: Candidate) -> list[Json]:
+    """The variables of a transition's ledger program, in a fixed order."""
+    accounts = {a.name: a for a in candidate.accounts}
+    out: dict[str, Json] = {}
+    for posting in postings:
+        source = posting["amount_source"]
+        if source["kind"] in ("param", "expr"):
+            out.setdefault(source["var"], {"name": source["var"], "type": "monetary", "from": source})
+        involved = [posting["source"]] + [p["to"] for p in posting["rule"].get("portions", [])]
+        if posting["rule"]["kind"] == "single":
+            involved.append(posting["rule"]["to"])
+        for name in involved:
+            if _PLACEHOLDER.search(accounts[name].address):
+                out.setdefault(
+                    f"account_{name}",
+                    {"name": f"account_{name}", "type": "account", "from": {"kind": "account", "account": name}},
+                )
+        for portion in posting["rule"].get("portions", []):
+            if "param" in portion:
+                kind = "portion" if portion["kind"] == "percent" else "monetary"
+                out.setdefault(
+                    portion["param"],
+                    {"name": portion["param"], "type": kind, "from": {"kind": "param", "param": portion["param"]}},
+                )
+    return [out[name] for name in sorted(out)]
+
+
+def lower(candidate: Candidate, candidate_hash: str) -> Json:
+    """The transition table: states, accounts, params and resolved transitions."""
+    params = {p.name: p for p in candidate.params}
+    effects = {e.name: e for e in candidate.effects}
+    transitions: list[Json] = []
+    for transition in candidate.transitions:
+        postings = [_posting(t, i, params) for i, t in enumerate(transition.transfers)]
+        entry: Json = {
+            "id": transition.name,
+            "clause": transition.clause,
+            "from": list(transition.sources),
+            "to": transition.target,
+            "roles": list(transition.roles),
+            "guard": expr_json(transition.guard),
+            "stamps": list(transition.stamps),
+            "postings": postings,
+            "effects": [
+                {"effect": name, "strategy": _effect_json(effects[name]).get("strategy"), "risk": effects[name].risk}
+                for name in transition.calls
+            ],
+            "approval": transition.approval.model_dump(mode="json") if transition.approval else None,
+            "ledger": None,
+        }
+        if postings:
+            entry["ledger"] = {
+                "program": f"ledger/{transition.name}.num",
+                "vars": _ledger_vars(transition, postings, candidate),
+            }
+        transitions.append(entry)
+    return {
+        "format": TRANSITIONS_FORMAT,
+        "pact": candidate.pact.model_dump(mode="json"),
+        "candidate_hash": candidate_hash,
+        "currency": {
+            "code": candidate.currency.code,
+            "scale": candidate.currency.scale,
+            "asset": _asset(candidate),
+        },
+        "roles": [r.model_dump(mode="json") for r in candidate.roles],
+        "params": [p.model_dump(mode="json", exclude_none=True) for p in candidate.params],
+        "accounts": [
+            {**a.model_dump(mode="json"), "placeholders": sorted(set(_PLACEHOLDER.findall(a.address)))}
+            for a in candidate.accounts
+        ],
+        "states": [s.model_dump(mode="json") for s in candidate.states],
+        "rules": [r.model_dump(mode="json") for r in candidate.rules],
+        "effects": [_effect_json(e) for e in candidate.effects],
+        "budget": candidate.budget.model_dump(mode="json", exclude_none=True) if candidate.budget else None,
+        "transitions": transitions,
+        "invariants": [{"name": i.name, "clause": i.clause, "expr": expr_json(i.expr)} for i in candidate.invariants],
+    }
+
+
+def _asset(candidate: Candidate) -> str:
+    scale = candidate.currency.scale
+    return f"{candidate.currency.code}/{scale}" if scale else candidate.currency.code

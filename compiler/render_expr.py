@@ -1,0 +1,75 @@
+"""Render a canonical expression tree back into policy syntax, for humans.
+
+Used by diffs, reports and explanations. Money renders in minor units
+with its type (the currency's scale is not part of the tree); parentheses
+are added only where precedence needs them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pactwright.money import format_duration, format_money
+
+_PRECEDENCE = {
+    "implies": 1,
+    "or": 2,
+    "and": 3,
+    "not": 4,
+    "==": 5,
+    "!=": 5,
+    "<": 5,
+    "<=": 5,
+    ">": 5,
+    ">=": 5,
+    "+": 6,
+    "-": 6,
+    "*": 7,
+    "/": 7,
+    "neg": 8,
+}
+
+
+def render_expr(expr: dict[str, Any], scale: int | None = None) -> str:
+    """Policy-like text of an expression tree; money as `N minor` unless `scale` is given."""
+    op = expr["op"]
+    if op == "lit":
+        return _literal(expr, scale)
+    if op in ("param", "stamp"):
+        return str(expr["name"])
+    if op in ("now", "final"):
+        return str(op)
+    if op in ("balance", "applied", "fired", "total", "reached", "approved"):
+        return f"{op}({expr['name']})"
+    args = expr.get("args", [])
+    mine = _PRECEDENCE[op]
+    if op == "not":
+        return f"not {_wrap(args[0], mine, scale)}"
+    if op == "neg":
+        return f"-{_wrap(args[0], mine, scale)}"
+    right_assoc = op == "implies"
+    left = _wrap(args[0], mine + (1 if right_assoc else 0), scale)
+    right = _wrap(args[1], mine + (0 if right_assoc else 1), scale)
+    return f"{left} {op} {right}"
+
+
+def _wrap(expr: dict[str, Any], minimum: int, scale: int | None) -> str:
+    text = render_expr(expr, scale)
+    inner = _PRECEDENCE.get(expr["op"], 99)
+    return f"({text})" if inner < minimum else text
+
+
+def _literal(expr: dict[str, Any], scale: int | None) -> str:
+    value = str(expr["value"])
+    kind = expr["type"]
+    if kind == "money":
+        if scale is None:
+            return f"{value} minor"
+        return format_money(int(value), scale)
+    if kind == "percent":
+        return f"{value}%"
+    if kind == "duration":
+        return format_duration(int(value))
+    if kind == "text":
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return value

@@ -1,0 +1,34 @@
+"""`pactwright diff OLD NEW`: the semantic difference of two policies or bundles."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("old", metavar="OLD", help="policy file or bundle directory")
+    parser.add_argument("new", metavar="NEW", help="policy file or bundle directory")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--exit-code", action="store_true", help="exit 1 when there are semantic changes")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pactwright.canonical import hash_document
+    from pactwright.cli._inputs import load_candidate_json
+    from pactwright.compiler.semantic_diff import render_diff_text, semantic_diff
+
+    old = load_candidate_json(args.old)
+    new = load_candidate_json(args.new)
+    diff = semantic_diff(old, new)
+    diff["old"]["candidate_hash"] = hash_document(old)
+    diff["new"]["candidate_hash"] = hash_document(new)
+    if args.format == "json":
+        sys.stdout.write(json.dumps(diff, indent=2) + "\n")
+    else:
+        sys.stdout.write(
+            f"--- {args.old}  {diff['old']['candidate_hash']}\n+++ {args.new}  {diff['new']['candidate_hash']}\n"
+        )
+        sys.stdout.write(render_diff_text(diff))
+    return 1 if args.exit_code and diff["changes"] else 0
