@@ -1,4 +1,4 @@
-"""The syntax tree of a `.pact` file: frozen models that keep every span.
+"""The syntax tree of a `.pact` file: frozen nodes that keep every span.
 
 The tree is faithful to the text (declaration order, literal spellings,
 labels, spans); the canonical candidate is derived from it by
@@ -7,31 +7,35 @@ labels, spans); the canonical candidate is derived from it by
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
-
-from pydantic import BaseModel, ConfigDict
 
 from pactwright.diagnostics import Span
 
+# Frozen slotted dataclasses rather than pydantic models: the parser builds
+# one node per token, and construction cost is most of a large file's check.
 
-class Node(BaseModel):
-    model_config = ConfigDict(frozen=True)
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Node:
     span: Span
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Ident(Node):
     """A name (lowercase identifier) or an upper-case word (`EUR`, `R4`, `GET`)."""
 
     name: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StringLit(Node):
     """A string literal; `value` has its escapes resolved."""
 
     value: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NumberLit(Node):
     """Any numeric literal as written; classified by `literals.py`."""
 
@@ -41,41 +45,49 @@ class NumberLit(Node):
 # Expressions -----------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NumberExpr(Node):
     kind: Literal["number"] = "number"
     text: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StringExpr(Node):
     kind: Literal["string"] = "string"
     value: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NameExpr(Node):
     kind: Literal["name"] = "name"
     name: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NowExpr(Node):
     kind: Literal["now"] = "now"
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FinalExpr(Node):
     kind: Literal["final"] = "final"
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CallExpr(Node):
     kind: Literal["call"] = "call"
     function: str
     arg: Ident
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class UnaryExpr(Node):
     kind: Literal["unary"] = "unary"
     op: Literal["-", "not"]
     operand: Expr
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class BinaryExpr(Node):
     kind: Literal["binary"] = "binary"
     op: str
@@ -90,21 +102,25 @@ Expr = NumberExpr | StringExpr | NameExpr | NowExpr | FinalExpr | CallExpr | Una
 # Declarations ----------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Header(Node):
     pact_id: StringLit
     version: StringLit
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CurrencyDecl(Node):
     kind: Literal["currency"] = "currency"
     code: Ident
     scale: NumberLit
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DefaultDecl(Node):
     kind: Literal["default"] = "default"
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RoleDecl(Node):
     kind: Literal["role"] = "role"
     name: Ident
@@ -112,6 +128,7 @@ class RoleDecl(Node):
     clock: bool = False
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ParamDecl(Node):
     kind: Literal["param"] = "param"
     name: Ident
@@ -123,6 +140,7 @@ class ParamDecl(Node):
     options: tuple[Ident, ...] = ()
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AccountDecl(Node):
     kind: Literal["account"] = "account"
     name: Ident
@@ -130,22 +148,26 @@ class AccountDecl(Node):
     external: bool = False
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class BudgetItem(Node):
     key: str
     value: NumberLit
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class BudgetDecl(Node):
     kind: Literal["budget"] = "budget"
     items: tuple[BudgetItem, ...]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RuleDecl(Node):
     kind: Literal["rule"] = "rule"
     risk: Ident
     decision: Literal["allow", "allow_with_grant", "require_approval", "deny"]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class EffectField(Node):
     """One field of an effect; `args` are its operands in written order."""
 
@@ -153,33 +175,39 @@ class EffectField(Node):
     args: tuple[Ident | StringLit | NumberLit, ...]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class EffectDecl(Node):
     kind: Literal["effect"] = "effect"
     name: Ident
     fields: tuple[EffectField, ...]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StateDecl(Node):
     kind: Literal["state"] = "state"
     name: Ident
     flags: tuple[Ident, ...]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ByField(Node):
     kind: Literal["by"] = "by"
     roles: tuple[Ident, ...]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class WhenField(Node):
     kind: Literal["when"] = "when"
     expr: Expr
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StampField(Node):
     kind: Literal["stamp"] = "stamp"
     name: Ident
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Portion(Node):
     """A split portion; `share` is None for `remaining`."""
 
@@ -187,6 +215,7 @@ class Portion(Node):
     target: Ident
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TransferField(Node):
     kind: Literal["transfer"] = "transfer"
     amount: Expr
@@ -195,11 +224,13 @@ class TransferField(Node):
     portions: tuple[Portion, ...] = ()
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CallField(Node):
     kind: Literal["call"] = "call"
     effect: Ident
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ApprovalField(Node):
     kind: Literal["approval"] = "approval"
     role: Ident
@@ -209,6 +240,7 @@ class ApprovalField(Node):
 TransitionField = ByField | WhenField | StampField | TransferField | CallField | ApprovalField
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TransitionDecl(Node):
     kind: Literal["transition"] = "transition"
     clause: StringLit | None
@@ -218,6 +250,7 @@ class TransitionDecl(Node):
     fields: tuple[TransitionField, ...]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class InvariantDecl(Node):
     kind: Literal["invariant"] = "invariant"
     clause: StringLit | None
@@ -240,15 +273,7 @@ Decl = (
 )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PolicyAst(Node):
     header: Header
     decls: tuple[Decl, ...]
-
-
-UnaryExpr.model_rebuild()
-BinaryExpr.model_rebuild()
-WhenField.model_rebuild()
-TransferField.model_rebuild()
-InvariantDecl.model_rebuild()
-TransitionDecl.model_rebuild()
-PolicyAst.model_rebuild()

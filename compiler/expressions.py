@@ -9,7 +9,7 @@ divided by an integer).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from pactwright.compiler import ast
@@ -18,6 +18,10 @@ from pactwright.compiler.symbols import Symbols
 
 from pactwright.candidate import Expr, ValueType
 from pactwright.diagnostics import Diagnostic, Severity, Span
+
+# Fuzzy-matching every unknown name against a huge table is quadratic; past
+# this many names a suggestion is skipped (a hostile file must stay cheap).
+SUGGEST_LIMIT = 200
 
 _COMPARISONS = {"==", "!=", "<", "<=", ">", ">="}
 _ORDERED = {"money", "int", "percent", "duration", "time"}
@@ -150,7 +154,7 @@ class ExpressionTyper:
             "PW120",
             f"unknown {wanted} `{name}` in `{expr.function}(...)`",
             expr.arg.span,
-            _suggest(name, [n for kind in kinds for n in tables[kind]], wanted),
+            _suggest(name, tuple(tables[kind] for kind in kinds), wanted),
         )
         return None
 
@@ -189,7 +193,10 @@ class ExpressionTyper:
                 )
                 return None
             return Expr(op=op, type="bool", args=(left, right))
-        left, right = self._coerce(left, right.type), self._coerce(right, left.type)
+        if op in _COMPARISONS or op in ("+", "-"):
+            # An integer literal beside money is whole currency units; as a
+            # factor or divisor (`balance(x) * 3`) it stays a plain integer.
+            left, right = self._coerce(left, right.type), self._coerce(right, left.type)
         if op in _COMPARISONS:
             return self._comparison(expr, op, left, right)
         for side in (left, right):
@@ -215,7 +222,12 @@ class ExpressionTyper:
                 return None
             left, right = resolved_left, resolved_right
             if op not in ("==", "!="):
-                self._error("PW137", f"text can only be compared with `==` or `!=`, not `{op}`", expr.op_span, "")
+                self._error(
+                    "PW137",
+                    f"text can only be compared with `==` or `!=`, not `{op}`",
+                    expr.op_span,
+                    "text has no order: compare it with `==` or `!=`",
+                )
                 return None
             return Expr(op=op, type="bool", args=(left, right))
         if left.type != right.type or (op not in ("==", "!=") and left.type not in _ORDERED):
@@ -244,7 +256,7 @@ class ExpressionTyper:
                 self._error(
                     "PW120",
                     f"`{word}` is not one of param `{other.name}`'s values",
-                    expr.span,
+                    self._word_spans.get(id(node), expr.span),
                     f"one of: {', '.join(options)}",
                 )
                 return None
@@ -253,14 +265,19 @@ class ExpressionTyper:
 
     def _unknown_word(self, node: Expr, span: Span) -> None:
         word = node.value or ""
-        known = [*self.sym.params, *self.sym.stamps]
         span = self._word_spans.get(id(node), span)
-        self._error("PW120", f"unknown name `{word}`", span, _suggest(word, known, "param or stamp"))
+        hint = _suggest(word, (self.sym.params, self.sym.stamps), "param or stamp")
+        self._error("PW120", f"unknown name `{word}`", span, hint)
 
 
-def _suggest(name: str, known: list[str], kind: str) -> str:
+def _suggest(name: str, tables: tuple[Collection[str], ...], kind: str) -> str:
     import difflib
 
+    count = sum(len(table) for table in tables)
+    if count > SUGGEST_LIMIT:
+        # Suggesting is quadratic over many unknown names; keep hostile files cheap.
+        return f"none of the {count} declared {kind} names is `{name}`; check the spelling"
+    known = [n for table in tables for n in table]
     close = difflib.get_close_matches(name, known, n=1)
     if close:
         return f"did you mean `{close[0]}`?"

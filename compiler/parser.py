@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import difflib
 import functools
+import re
+from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
-from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
+from lark import Lark, Token, Transformer, Tree, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, VisitError
 from pactwright.compiler import ast
 
 from pactwright.diagnostics import Diagnostic, Severity, Span
@@ -21,6 +23,14 @@ from pactwright.diagnostics import Diagnostic, Severity, Span
 # Words the grammar uses; a name spelled like one is refused (PW109) so a
 # policy never reads ambiguously to a human.
 KEYWORDS: frozenset[str] = frozenset()
+
+# Deepest syntax tree accepted (declarations take ~4 levels, the rest is
+# expression nesting). Later stages recurse over expressions and pydantic
+# refuses to serialize models nested ~250 deep, so the limit is enforced here,
+# before anything recursive runs.
+MAX_TREE_DEPTH = 100
+
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 class ParseFailure(Exception):
@@ -72,6 +82,7 @@ class _Builder(Transformer[Token, ast.PolicyAst]):
     def __init__(self) -> None:
         super().__init__()
         self.diagnostics: list[Diagnostic] = []
+        self.source = ""  # the text being parsed, for `_GluedWord`
 
     # Leaves ---------------------------------------------------------------
 
@@ -411,14 +422,74 @@ _TERMINAL_TEXT = {
 }
 
 
+def _cache_path() -> str | None:
+    """A private per-user file for the built LALR tables, or None to rebuild.
+
+    Building the tables costs more than the rest of start-up. Lark's default
+    cache lives in the shared temp directory, where another local user could
+    plant a file that is unpickled; a 0700 directory of our own cannot be.
+    """
+    import hashlib
+    import os
+    from pathlib import Path
+
+    import lark
+
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    folder = Path(base) / "pactwright"
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = folder.stat()
+        if info.st_uid != os.getuid() or info.st_mode & 0o077:
+            return None
+    except OSError:
+        return None
+    digest = hashlib.sha256(_grammar_text().encode() + lark.__version__.encode()).hexdigest()[:16]
+    return str(folder / f"pact-grammar-{digest}.lark")
+
+
+class _GluedWord(Exception):
+    """A word-like token followed directly by a letter, digit or `_`."""
+
+    def __init__(self, token: Token) -> None:
+        super().__init__(str(token))
+        self.token = token
+
+
+def _word_guard(builder: _Builder) -> Callable[[Token], Token]:
+    """Maximal munch for words: `roleb` is one (unknown) word, never `role b`.
+
+    The contextual lexer only tries the terminals the parser accepts, so it
+    would happily read the keyword `role` off the front of `roleb`.
+    """
+
+    def guard(token: Token) -> Token:
+        end = token.end_pos
+        source = builder.source
+        if end is not None and end < len(source) and (source[end].isalnum() or source[end] == "_"):
+            raise _GluedWord(token)
+        return token
+
+    return guard
+
+
+def _word_terminals(grammar: str) -> set[str]:
+    # Lark names the terminal of an identifier-like literal by upper-casing it.
+    return {word.upper() for word in re.findall(r'"([a-z][a-z_]*)"', grammar)} | {"NAME", "UPPER"}
+
+
 @functools.cache
 def _parser() -> tuple[Lark, _Builder, dict[str, str], frozenset[str]]:
     builder = _Builder()
+    guard = _word_guard(builder)
+    word_terminals = _word_terminals(_grammar_text())
     lark = Lark(
         _grammar_text(),
         parser="lalr",
         propagate_positions=True,
         maybe_placeholders=False,
+        lexer_callbacks=dict.fromkeys(word_terminals, guard),
+        cache=_cache_path() or False,
     )
     literals: dict[str, str] = {}
     keywords: set[str] = set()
@@ -428,6 +499,7 @@ def _parser() -> tuple[Lark, _Builder, dict[str, str], frozenset[str]]:
             literals[terminal.name] = pattern.value
             if pattern.value.isidentifier():
                 keywords.add(pattern.value)
+    assert {name for name, value in literals.items() if value.isidentifier()} <= word_terminals
     return lark, builder, literals, frozenset(keywords)
 
 
@@ -443,7 +515,8 @@ def _describe(terminal: str, literals: dict[str, str]) -> str:
 
 
 def _expected_text(expected: set[str], literals: dict[str, str]) -> str:
-    words = sorted({_describe(name, literals) for name in expected})
+    # Kinds of token ("a name", "a number") first: the list is cut at eight.
+    words = sorted({_describe(name, literals) for name in expected}, key=lambda w: (w.startswith("`"), w))
     if len(words) > 8:
         words = [*words[:8], "..."]
     return ", ".join(words)
@@ -473,7 +546,9 @@ def _syntax_diagnostic(exc: UnexpectedInput, text: str, literals: dict[str, str]
             span=point,
             hint="names are lower-case letters, digits and `_`; comments start with `#`",
         )
-    expected = set(getattr(exc, "expected", None) or getattr(exc, "accepts", None) or set())
+    # `accepts` is exact; LALR's `expected` merges lookaheads of unrelated
+    # contexts (it offers `->` and `account` inside a transition body).
+    expected = set(getattr(exc, "accepts", None) or getattr(exc, "expected", None) or set())
     token = getattr(exc, "token", None)
     if isinstance(exc, UnexpectedEOF) or (token is not None and token.type == "$END"):
         end_line = text.count("\n") + 1
@@ -531,11 +606,54 @@ def _syntax_diagnostic(exc: UnexpectedInput, text: str, literals: dict[str, str]
     )
 
 
-def _whole_word(text: str, token: Token) -> str:
-    """The full word around a token the contextual lexer split (`allowance`)."""
+def _glued_diagnostic(token: Token, text: str, literals: dict[str, str]) -> Diagnostic:
     start = token.start_pos or 0
+    end = token.end_pos or start
+    line, column = token.line or 1, token.column or 1
+    if token.type in ("NAME", "UPPER"):
+        # `bobX`, `EURo`: a name or code runs into a letter it may not contain.
+        column += end - start
+        return Diagnostic(
+            code="PW101",
+            severity=Severity.ERROR,
+            message=f"unexpected character `{text[end]}` in `{_whole_word(text, token)}`",
+            span=Span(line=line, column=column, end_line=line, end_column=column + 1),
+            hint="names are lower-case letters, digits and `_`; codes and risk classes are upper-case",
+        )
+    while end < len(text) and (text[end].isalnum() or text[end] == "_"):
+        end += 1
+    word = text[start:end]
+    expected = _accepts_at(text, start)
+    words = sorted(literals[n] for n in expected if n in literals and literals[n].isidentifier())
+    close = difflib.get_close_matches(word, words, n=1)
+    return Diagnostic(
+        code="PW108",
+        severity=Severity.ERROR,
+        message=f"unknown keyword `{word}`; expected {_expected_text(expected, literals)}",
+        span=Span(line=line, column=column, end_line=line, end_column=column + len(word)),
+        hint=f"did you mean `{close[0]}`?" if close else "separate words with a space",
+    )
+
+
+def _word_start(text: str, start: int) -> int:
     while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
         start -= 1
+    return start
+
+
+def _accepts_at(text: str, pos: int) -> set[str]:
+    """The terminals the parser accepts at `pos` (the text before it parses)."""
+    try:
+        interactive = _parser()[0].parse_interactive(text[:pos])
+        interactive.exhaust_lexer()
+        return set(interactive.accepts())
+    except UnexpectedInput:
+        return set()
+
+
+def _whole_word(text: str, token: Token) -> str:
+    """The full word around a token the contextual lexer split (`allowance`)."""
+    start = _word_start(text, token.start_pos or 0)
     end = token.end_pos or start
     while end < len(text) and (text[end].isalnum() or text[end] == "_"):
         end += 1
@@ -550,6 +668,35 @@ def _hint_for(expected: set[str], literals: dict[str, str]) -> str:
     return f"write {_expected_text(expected, literals)} here"
 
 
+def _too_deep(tree: Tree[Token]) -> Span | None:
+    """Where the tree first exceeds `MAX_TREE_DEPTH`, found without recursion."""
+    stack: list[tuple[Tree[Token], int]] = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_TREE_DEPTH:
+            meta = node.meta
+            if getattr(meta, "empty", True):
+                return Span(line=1, column=1, end_line=1, end_column=1)
+            return _meta_span(meta)
+        # Reversed, so the leftmost (earliest) offending subtree is reported.
+        stack.extend((child, depth + 1) for child in reversed(node.children) if isinstance(child, Tree))
+    return None
+
+
+def _nested_too_deeply(span: Span) -> ParseFailure:
+    return ParseFailure(
+        [
+            Diagnostic(
+                code="PW113",
+                severity=Severity.ERROR,
+                message="expression nested too deeply",
+                span=span,
+                hint=f"split the expression; nesting is limited to about {MAX_TREE_DEPTH - 5} levels",
+            )
+        ]
+    )
+
+
 def parse_policy(text: str) -> ast.PolicyAst:
     """Parse policy text into its syntax tree.
 
@@ -557,24 +704,45 @@ def parse_policy(text: str) -> ast.PolicyAst:
     text is not a policy; lexical problems found inside well-formed tokens
     (bad string escapes) are reported the same way.
     """
-    lark, builder, literals, _ = _parser()
-    builder.diagnostics = []
-    try:
-        tree = builder.transform(lark.parse(text))
-    except UnexpectedInput as exc:
-        raise ParseFailure([_syntax_diagnostic(exc, text, literals)]) from None
-    except RecursionError:
+    # What a reviewer sees must be what is parsed: a lone CR ends a line in
+    # editors and terminals, so it ends one here (else a comment would swallow
+    # the declarations after it), and bidi controls, which reorder what is
+    # displayed (CVE-2021-42574), are refused.
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    hidden = _BIDI.search(text)
+    if hidden is not None:
+        index = hidden.start()
+        line = text.count("\n", 0, index) + 1
+        column = index - (text.rfind("\n", 0, index) + 1) + 1
         raise ParseFailure(
             [
                 Diagnostic(
-                    code="PW113",
+                    code="PW101",
                     severity=Severity.ERROR,
-                    message="expression nested too deeply",
-                    span=Span(line=1, column=1, end_line=1, end_column=1),
-                    hint="split the expression; nesting is limited to a few hundred levels",
+                    message=f"unexpected character `U+{ord(hidden.group()):04X}` (a bidirectional text control)",
+                    span=Span(line=line, column=column, end_line=line, end_column=column + 1),
+                    hint="remove it: it makes the text display differently from how it is read",
                 )
             ]
-        ) from None
+        )
+    lark, builder, literals, _ = _parser()
+    builder.diagnostics = []
+    builder.source = text
+    try:
+        raw = lark.parse(text)
+    except UnexpectedInput as exc:
+        raise ParseFailure([_syntax_diagnostic(exc, text, literals)]) from None
+    except _GluedWord as glued:
+        raise ParseFailure([_glued_diagnostic(glued.token, text, literals)]) from None
+    deep = _too_deep(raw)
+    if deep is not None:
+        raise _nested_too_deeply(deep)
+    try:
+        tree = builder.transform(raw)
+    except (RecursionError, VisitError) as exc:
+        if isinstance(exc, VisitError) and not isinstance(exc.orig_exc, RecursionError):
+            raise
+        raise _nested_too_deeply(Span(line=1, column=1, end_line=1, end_column=1)) from None
     if builder.diagnostics:
         raise ParseFailure(sorted(builder.diagnostics, key=Diagnostic.sort_key))
     assert isinstance(tree, ast.PolicyAst)

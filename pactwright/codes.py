@@ -61,6 +61,7 @@ CODES: dict[str, str] = {
     "PW138": "missing or bad currency",
     "PW139": "invalid value",
     "PW140": "missing required field",
+    "PW141": "account address is not a ledger account name",
     "PW150": "guard can never hold (warning)",
     "PW151": "deadline transition without a clock (warning)",
     "PW152": "ceiling below a param's upper bound (warning)",

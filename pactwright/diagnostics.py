@@ -7,6 +7,7 @@ candidate. Spans are 1-based; `end_column` is exclusive.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
@@ -19,10 +20,13 @@ class Severity(StrEnum):
     WARNING = "warning"
 
 
-class Span(BaseModel):
-    """A source range; a zero-width span marks a point (end of file, say)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Span:
+    """A source range; a zero-width span marks a point (end of file, say).
 
-    model_config = ConfigDict(frozen=True)
+    A plain dataclass: a large policy has one per token, and pydantic's
+    construction cost would dominate parsing.
+    """
 
     line: int
     column: int

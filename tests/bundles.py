@@ -1,0 +1,39 @@
+"""Helpers shared by compiler tests: compile reference policies in-process."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+from pactwright.compiler.bundle import compile_candidate
+from pactwright.compiler.pipeline import check_bytes
+
+ROOT = Path(__file__).resolve().parent.parent
+POLICIES = ROOT / "policies"
+REFERENCE = ("marketplace_milestone", "support_refund", "unsafe_chargeback")
+GOLDEN_BUNDLES = Path(__file__).resolve().parent / "golden" / "bundles"
+
+
+@cache
+def reference_bundle(name: str) -> dict[str, bytes]:
+    """The bundle files of one reference policy, compiled in this process."""
+    path = POLICIES / f"{name}.pact"
+    result = check_bytes(path.read_bytes())
+    assert result.candidate is not None, result.diagnostics
+    return compile_candidate(result.candidate, result.source_map, path.name)
+
+
+def write_golden_bundles() -> list[Path]:
+    """Rewrite tests/golden/bundles/<policy>/ from the current compiler."""
+    import shutil
+
+    written: list[Path] = []
+    for name in REFERENCE:
+        target = GOLDEN_BUNDLES / name
+        shutil.rmtree(target, ignore_errors=True)
+        for rel, data in reference_bundle(name).items():
+            dest = target / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(data)
+            written.append(dest)
+    return written
