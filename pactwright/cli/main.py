@@ -20,6 +20,7 @@ from pactwright.errors import PactwrightError
 # command name -> (module under pactwright.cli, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("cmd_check", "check policies; print blockers or the candidate hash"),
+    "fmt": ("cmd_fmt", "format policies canonically"),
     "compile": ("cmd_compile", "compile a policy into a byte-stable bundle"),
     "explain": ("cmd_explain", "trace a clause to the artifacts that implement it"),
     "diff": ("cmd_diff", "semantic diff of two policies or bundles"),
