@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pactwright.compiler.lower import Json
 from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from pactwright.compiler.lower import Json
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 _MINOR_UNITS = r"^(0|[1-9][0-9]*)$"
@@ -66,41 +67,50 @@ def build_event_schema(table: Json) -> Json:
         id=(str, Field(min_length=1, max_length=200)),
         role=(_literal(roles), ...),
     )
+    # One command model and one event model, generated once; each transition
+    # gets a copy whose `transition` property is pinned to its id. Building a
+    # pydantic model per transition would cost a second per 500 transitions.
+    command = create_model(
+        "Command",
+        __base__=_Closed,
+        kind=(_literal(["command"]), ...),
+        agreement=(str, Field(min_length=1, max_length=200)),
+        transition=(str, ...),
+        actor=(actor_model, ...),
+        params=(params_model, Field(default_factory=params_model)),
+        idempotency_key=(str, Field(min_length=1, max_length=200)),
+        expected_version=(int, Field(ge=0)),
+    )
+    event = create_model(
+        "Event",
+        __base__=_Closed,
+        kind=(_literal(["event"]), ...),
+        agreement=(str, Field(min_length=1)),
+        transition=(str, ...),
+        sequence=(int, Field(ge=1)),
+        version=(int, Field(ge=1)),
+        actor=(actor_model, ...),
+        params=(params_model, ...),
+        at=(int, Field(ge=0, description="trusted commit time, seconds since the epoch")),
+        postings=(list[Posting], ...),
+        previous_hash=(str | None, ...),
+        hash=(str, Field(pattern=r"^sha256:[0-9a-f]{64}$")),
+    )
     defs: dict[str, Any] = {}
+    templates: dict[str, dict[str, Any]] = {}
+    for model in (command, event):
+        schema = model.model_json_schema(ref_template="#/$defs/{model}")
+        defs.update(schema.pop("$defs", {}))
+        templates[model.__name__] = schema
     refs: list[dict[str, str]] = []
     for transition in table["transitions"]:
         tid = transition["id"]
-        command = create_model(
-            model_name("Command", tid),
-            __base__=_Closed,
-            kind=(_literal(["command"]), ...),
-            agreement=(str, Field(min_length=1, max_length=200)),
-            transition=(_literal([tid]), ...),
-            actor=(actor_model, ...),
-            params=(params_model, Field(default_factory=params_model)),
-            idempotency_key=(str, Field(min_length=1, max_length=200)),
-            expected_version=(int, Field(ge=0)),
-        )
-        event = create_model(
-            model_name("Event", tid),
-            __base__=_Closed,
-            kind=(_literal(["event"]), ...),
-            agreement=(str, Field(min_length=1)),
-            transition=(_literal([tid]), ...),
-            sequence=(int, Field(ge=1)),
-            version=(int, Field(ge=1)),
-            actor=(actor_model, ...),
-            params=(params_model, ...),
-            at=(int, Field(ge=0, description="trusted commit time, seconds since the epoch")),
-            postings=(list[Posting], ...),
-            previous_hash=(str | None, ...),
-            hash=(str, Field(pattern=r"^sha256:[0-9a-f]{64}$")),
-        )
-        for model in (command, event):
-            schema = model.model_json_schema(ref_template="#/$defs/{model}")
-            defs.update(schema.pop("$defs", {}))
-            defs[model.__name__] = schema
-            refs.append({"$ref": f"#/$defs/{model.__name__}"})
+        for prefix, template in templates.items():
+            name = model_name(prefix, tid)
+            properties = dict(template["properties"])
+            properties["transition"] = {"const": tid, "title": "Transition", "type": "string"}
+            defs[name] = {**template, "title": name, "properties": properties}
+            refs.append({"$ref": f"#/$defs/{name}"})
     return {
         "$schema": SCHEMA_DIALECT,
         "$id": f"urn:pactwright:{table['pact']['id']}:{table['pact']['version']}:events",
