@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pactwright.compiler.lower import Json
-
 from pactwright.canonical import canonical_bytes
+from pactwright.compiler.lower import Json
+from pactwright.money import Percent
 
 MODEL_FORMAT = "pactwright.model/1"
 DEFAULT_BOUNDS = {"agreements": 1, "faults": 1, "max_depth": 64, "max_states": 2_000_000}
@@ -38,10 +38,18 @@ def _param(param: Json) -> Json:
         out["min"], out["max"] = param["min"], param["max"]
         if param["type"] == "money":
             out["samples"] = _samples(int(param["min"]), int(param["max"]))
+        else:
+            low, high = Percent.parse(param["min"]).value, Percent.parse(param["max"]).value
+            out["samples"] = sorted(
+                {param["min"], param["max"], Percent((low + high) / 2).canonical()},
+                key=lambda p: Percent.parse(p).value,
+            )
     elif param["type"] == "text":
         out["options"] = param.get("options", [])
         if "pattern" in param:
             out["pattern"] = param["pattern"]
+        # Text values matter only to guards comparing them; each option is a sample.
+        out["samples"] = out["options"] or ["any"]
     return out
 
 

@@ -86,6 +86,22 @@ def _posting(transfer: Transfer, index: int, params: dict[str, Param]) -> Json:
     }
 
 
+def _effect_amount(effect: Effect, transition: Transition, params: dict[str, Param]) -> Expr | None:
+    """The money an effect's application carries, for `total(EFFECT)` and ceilings.
+
+    A money param among the effect's protected key fields names it; failing
+    that, the single transfer of the calling transition; otherwise the effect
+    carries no money.
+    """
+    for name in effect.key:
+        param = params.get(name)
+        if param is not None and param.type == "money":
+            return Expr(op="param", type="money", name=name)
+    if len(transition.transfers) == 1:
+        return transition.transfers[0].amount
+    return None
+
+
 def _effect_json(effect: Effect) -> Json:
     return effect.model_dump(mode="json", exclude_none=True)
 
@@ -134,7 +150,12 @@ def lower(candidate: Candidate, candidate_hash: str) -> Json:
             "stamps": list(transition.stamps),
             "postings": postings,
             "effects": [
-                {"effect": name, "strategy": _effect_json(effects[name]).get("strategy"), "risk": effects[name].risk}
+                {
+                    "effect": name,
+                    "strategy": _effect_json(effects[name]).get("strategy"),
+                    "risk": effects[name].risk,
+                    "amount": expr_json(_effect_amount(effects[name], transition, params)),
+                }
                 for name in transition.calls
             ],
             "approval": transition.approval.model_dump(mode="json") if transition.approval else None,

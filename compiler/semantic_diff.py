@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pactwright.compiler.render_expr import render_expr
+from pactwright.expr_text import render_expr
 
 Json = dict[str, Any]
 

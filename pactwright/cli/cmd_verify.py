@@ -1,0 +1,111 @@
+"""`pactwright verify BUNDLE_OR_POLICY`: explore, prove, and report."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", metavar="BUNDLE_OR_POLICY")
+    add_bound_options(parser)
+    parser.add_argument("--format", choices=("text", "json", "junit"), default="text")
+    parser.add_argument("--report-dir", metavar="DIR", help="also write report.json, report.md and report.html here")
+
+
+def add_bound_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--faults", type=int, default=1, metavar="N", help="fault budget per run (default 1)")
+    parser.add_argument("--agreements", type=int, default=1, metavar="N", help="concurrent agreements (default 1)")
+    parser.add_argument("--max-states", type=int, default=2_000_000, metavar="N")
+    parser.add_argument("--max-depth", type=int, default=64, metavar="N")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when a bound stops exploration early")
+    parser.add_argument("--no-mutants", action="store_true", help="skip mutation (vacuity) analysis")
+    parser.add_argument("--no-proofs", action="store_true", help="skip z3 amount proofs and k-induction")
+
+
+def options_from(args: argparse.Namespace) -> Any:
+    from pactwright.errors import UsageError
+    from pactwright.verifier.explorer import Bounds
+    from pactwright.verifier.verify import VerifyOptions, print_progress
+
+    for name in ("faults", "agreements", "max_states", "max_depth"):
+        value = getattr(args, name)
+        if value < (0 if name == "faults" else 1):
+            raise UsageError(f"`--{name.replace('_', '-')}` must be at least {0 if name == 'faults' else 1}")
+    show = sys.stderr.isatty() and not os.environ.get("CI")
+    return VerifyOptions(
+        bounds=Bounds(args.agreements, args.faults, args.max_depth, args.max_states),
+        mutants=not args.no_mutants,
+        proofs=not args.no_proofs,
+        progress=print_progress if show else None,
+    )
+
+
+def load_target(target: str) -> dict[str, bytes]:
+    """Bundle files, from a bundle directory or by compiling a policy in memory."""
+    from pactwright.cli._inputs import read_policy
+    from pactwright.errors import UsageError
+
+    path = Path(target)
+    if path.is_dir():
+        files: dict[str, bytes] = {}
+        for item in sorted(path.rglob("*")):
+            if item.is_file():
+                files[item.relative_to(path).as_posix()] = item.read_bytes()
+        if "model.json" not in files:
+            raise UsageError(f"`{target}` is not a bundle (no model.json)")
+        return files
+    from pactwright.compiler.bundle import compile_candidate
+
+    result = read_policy(target)
+    return compile_candidate(result.candidate, result.source_map, target)
+
+
+def exit_code(report: dict[str, Any], strict: bool) -> int:
+    if report["verdict"] != "pass":
+        return 1
+    if strict and not report["exploration"]["exhausted"]:
+        return 1
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    import time
+
+    from pactwright.verifier.render_junit import render_junit
+    from pactwright.verifier.render_text import render_summary
+    from pactwright.verifier.verify import verify_files
+
+    files = load_target(args.target)
+    options = options_from(args)
+    started = time.perf_counter()
+    report = verify_files(files, options)
+    elapsed = time.perf_counter() - started
+    if options.progress is not None:
+        sys.stderr.write("\n")
+    written = write_reports(report, Path(args.report_dir)) if args.report_dir else None
+    scale = json.loads(files["model.json"])["currency"]["scale"]
+    if args.format == "json":
+        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+    elif args.format == "junit":
+        sys.stdout.write(render_junit(report))
+    else:
+        sys.stdout.write(render_summary(report, scale, str(written) if written else None))
+        states = report["exploration"]["states"]
+        sys.stdout.write(
+            f"time: {elapsed:.2f} s ({states / max(elapsed, 1e-9):,.0f} states/s including proofs and mutants)\n"
+        )
+    return exit_code(report, args.strict)
+
+
+def write_reports(report: dict[str, Any], directory: Path) -> Path:
+    from pactwright.verifier.render import report_files
+
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, data in report_files(report).items():
+        (directory / name).write_bytes(data)
+    return directory / "report.html"

@@ -1,0 +1,327 @@
+"""Counterexamples: shortest path, minimized, replayed, then described.
+
+BFS gives a shortest path to the first state violating an invariant. The
+path is minimized by dropping events while the same violation persists (a
+no-op for a true shortest path, and a check that it is one), replayed
+through `transitions.json` and the ledger programs, and only then turned
+into numbered events with the state and balances after each step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pactwright.errors import VerifyError
+from pactwright.money import format_money
+from pactwright.verifier.explorer import ExplorationResult, Explorer, Move, State
+from pactwright.verifier.model import Json
+from pactwright.verifier.protocol import PHASE_NAMES, Phase
+from pactwright.verifier.replay import ReplayAgreement, Replayer
+
+
+def _same(a: Move, b: Move) -> bool:
+    return (a.kind, a.agreement, a.name, a.fault, a.site, a.delta) == (
+        b.kind,
+        b.agreement,
+        b.name,
+        b.fault,
+        b.site,
+        b.delta,
+    )
+
+
+def simulate(explorer: Explorer, start: State, moves: list[Move]) -> list[State] | None:
+    """States along `moves` from `start` (agreements unsorted), or None if a move is not enabled."""
+    states = [start]
+    explorer.symmetry = False
+    try:
+        for move in moves:
+            nxt = next((succ for m, succ, _ in explorer.successors(states[-1]) if _same(m, move)), None)
+            if nxt is None:
+                return None
+            states.append(nxt)
+    finally:
+        explorer.symmetry = True
+    return states
+
+
+def violates(explorer: Explorer, states: list[State], invariant: str, moves: list[Move]) -> bool:
+    if invariant == "no_posting_after_final":
+        for before, move in zip(states, moves, strict=False):
+            for m, _, edge in explorer.successors(before):
+                if _same(m, move) and edge == invariant:
+                    return True
+        return False
+    return any(name == invariant for name, _ in explorer.check_state(states[-1]))
+
+
+def minimize(explorer: Explorer, start: State, moves: list[Move], invariant: str) -> list[Move]:
+    """Drop events one at a time while the same invariant is still violated."""
+    current = list(moves)
+    changed = True
+    while changed:
+        changed = False
+        for index in range(len(current)):
+            candidate = current[:index] + current[index + 1 :]
+            states = simulate(explorer, start, candidate)
+            if states is not None and violates(explorer, states, invariant, candidate):
+                current = candidate
+                changed = True
+                break
+    return current
+
+
+def shortest(explorer: Explorer, result: ExplorationResult, state_id: int) -> tuple[State, list[Move]]:
+    """The BFS path to `state_id` as concrete moves with stable agreement numbers.
+
+    Symmetry reduction reorders agreements from state to state; the path is
+    re-simulated without it, choosing at each step the move whose successor
+    is (up to that reordering) the next state of the BFS path.
+    """
+    path = explorer.path(result, state_id)
+    start = result.states[path[0]]
+    current = start
+    moves: list[Move] = []
+    explorer.symmetry = False
+    try:
+        for target_id in path[1:]:
+            target = result.states[target_id]
+            for move, succ, _ in explorer.successors(current):
+                if explorer.sorted_form(succ) == target:
+                    moves.append(move)
+                    current = succ
+                    break
+            else:
+                raise VerifyError("counterexample path cannot be re-simulated; this is a verifier bug", code="PW390")
+    finally:
+        explorer.symmetry = True
+    return start, moves
+
+
+def _params_of(explorer: Explorer, block: State) -> dict[str, Any]:
+    values = explorer.model.param_choices[block[1]]
+    return {p["name"]: v for p, v in zip(explorer.model.params, values, strict=True)}
+
+
+def replay(
+    explorer: Explorer,
+    start: State,
+    moves: list[Move],
+    invariants: list[str],
+    table: Json,
+    programs: dict[str, str],
+) -> list[dict[str, Any]]:
+    """Replay `moves` independently; returns per-step facts, or raises PW390."""
+    _, blocks = explorer.split(start)
+    replayer = Replayer(table, programs)
+    agreements = [
+        ReplayAgreement(
+            agreement=f"a{i + 1}", state=explorer.model.states[block[0]], params=_params_of(explorer, block)
+        )
+        for i, block in enumerate(blocks)
+    ]
+    for each in agreements:
+        each.reached.add(each.state)
+    contributions: dict[str, dict[str, int]] = {}
+    effect_applied: dict[str, dict[str, int]] = {a.agreement: {} for a in agreements}
+    effect_total: dict[str, dict[str, int]] = {a.agreement: {} for a in agreements}
+    approved: dict[str, set[str]] = {a.agreement: set() for a in agreements}
+    happened: dict[tuple[int, int], bool] = {}
+    steps: list[dict[str, Any]] = []
+    sites = explorer.model.sites
+    for move in moves:
+        agr: ReplayAgreement | None = agreements[move.agreement] if move.agreement >= 0 else None
+        postings: list[tuple[str, str, int]] = []
+        if move.kind == "clock":
+            replayer.now += move.delta or 0
+        elif move.kind == "command":
+            assert agr is not None
+            extra = _extra(agr, effect_applied, effect_total, approved, replayer, explorer)
+            postings = replayer.command(agr, move.name, contributions, extra)
+            transition = replayer.transitions[move.name]
+            if transition["approval"]:
+                approved[agr.agreement].add(move.name)
+            for s in explorer.sites_of[explorer.model.transition_index[move.name]]:
+                happened[(move.agreement, s)] = False
+        elif move.kind in ("dispatch", "fault") and move.site is not None:
+            assert agr is not None
+            site = sites[move.site]
+            takes_effect = move.kind == "dispatch" or move.fault == "lost_response"
+            deduplicated = site.strategy == "idempotent" and happened.get((move.agreement, move.site), False)
+            if takes_effect and not deduplicated:
+                happened[(move.agreement, move.site)] = True
+                effect_applied[agr.agreement][site.effect] = effect_applied[agr.agreement].get(site.effect, 0) + 1
+                if site.amount is not None:
+                    extra = _extra(agr, effect_applied, effect_total, approved, replayer, explorer)
+                    amount = replayer.evaluate(site.amount, agr, contributions, extra)
+                    effect_total[agr.agreement][site.effect] = effect_total[agr.agreement].get(site.effect, 0) + amount
+        elif (
+            move.kind == "compensate"
+            and move.site is not None
+            and agr is not None
+            and happened.get((move.agreement, move.site))
+        ):
+            name = sites[move.site].compensation or sites[move.site].effect
+            effect_applied[agr.agreement][name] = effect_applied[agr.agreement].get(name, 0) + 1
+        steps.append({"postings": postings, "now": replayer.now})
+    # The violation must reproduce on the replayed state.
+    for invariant in invariants:
+        if not _replayed_violation(
+            invariant,
+            table,
+            replayer,
+            agreements,
+            contributions,
+            effect_applied,
+            effect_total,
+            approved,
+            explorer,
+            moves,
+        ):
+            raise VerifyError(
+                f"counterexample for `{invariant}` does not replay against transitions.json; this is a verifier bug",
+                code="PW390",
+            )
+    return steps
+
+
+def _extra(
+    agr: ReplayAgreement,
+    effect_applied: dict[str, dict[str, int]],
+    effect_total: dict[str, dict[str, int]],
+    approved: dict[str, set[str]],
+    replayer: Replayer,
+    explorer: Explorer,
+) -> dict[str, Any]:
+    return {
+        "final": agr.state in replayer.final_states,
+        "effect_applied": effect_applied[agr.agreement],
+        "effect_total": effect_total[agr.agreement],
+        "approved": approved[agr.agreement],
+    }
+
+
+def _replayed_violation(
+    invariant: str,
+    table: Json,
+    replayer: Replayer,
+    agreements: list[ReplayAgreement],
+    contributions: dict[str, dict[str, int]],
+    effect_applied: dict[str, dict[str, int]],
+    effect_total: dict[str, dict[str, int]],
+    approved: dict[str, set[str]],
+    explorer: Explorer,
+    moves: list[Move],
+) -> bool:
+    if invariant == "money_conserved":
+        return sum(replayer.ledger.values()) != 0
+    if invariant == "no_negative_internal":
+        internal = {
+            replayer.address(a["name"], agr) for agr in agreements for a in table["accounts"] if not a["external"]
+        }
+        return any(replayer.ledger.get(address, 0) < 0 for address in internal)
+    if invariant == "effect_max_calls":
+        limits = {e["name"]: e["max_calls"] for e in table["effects"] if "max_calls" in e}
+        return any(
+            count > limits.get(name, count)
+            for agr in agreements
+            for name, count in effect_applied[agr.agreement].items()
+        )
+    if invariant == "no_posting_after_final":
+        last = moves[-1]
+        transition = replayer.transitions.get(last.name, {})
+        return bool(transition.get("postings")) and any(s in replayer.final_states for s in transition.get("from", []))
+    spec = next((i for i in table["invariants"] if i["name"] == invariant), None)
+    if spec is None:
+        return False
+    return any(
+        not replayer.evaluate(
+            spec["expr"], agr, contributions, _extra(agr, effect_applied, effect_total, approved, replayer, explorer)
+        )
+        for agr in agreements
+    )
+
+
+def describe(
+    explorer: Explorer,
+    start: State,
+    moves: list[Move],
+    steps: list[dict[str, Any]],
+    invariants: list[tuple[str, str]],
+) -> dict[str, Any]:
+    """The counterexample as the report prints it: numbered events with the state after each."""
+    model = explorer.model
+    states = simulate(explorer, start, moves)
+    assert states is not None
+    lay = explorer.layout
+    events = []
+    clauses: set[str] = set()
+    for number, (move, before, after, step) in enumerate(
+        zip(moves, states[:-1], states[1:], steps, strict=True), start=1
+    ):
+        _, blocks_after = explorer.split(after)
+        _, blocks_before = explorer.split(before)
+        event: dict[str, Any] = {"step": number, "kind": move.kind, "actor": move.actor, "fault": move.fault}
+        if move.kind == "command":
+            transition = model.transitions[model.transition_index[move.name]]
+            event["command"] = move.name
+            event["clause"] = transition["clause"]
+            if transition["clause"]:
+                clauses.add(transition["clause"])
+            event["from"] = model.states[blocks_before[move.agreement][0]]
+            event["to"] = model.states[blocks_after[move.agreement][0]] if move.agreement < len(blocks_after) else None
+        elif move.kind == "approve":
+            event["command"] = f"approve {move.name}"
+        elif move.kind == "clock":
+            event["command"] = f"time passes {move.name}"
+        else:
+            event["command"] = f"{move.kind} {move.name}"
+            if move.site is not None:
+                phase = (
+                    Phase(blocks_after[move.agreement][lay.phase + move.site])
+                    if move.agreement < len(blocks_after)
+                    else None
+                )
+                event["effect_phase"] = PHASE_NAMES[phase] if phase is not None else None
+        event["agreement"] = move.agreement + 1 if move.agreement >= 0 else None
+        event["postings"] = [{"source": s, "destination": d, "amount": str(a)} for s, d, a in step["postings"]]
+        event["states_after"] = [model.states[b[0]] for b in blocks_after]
+        event["balances_after"] = _balances(explorer, blocks_after)
+        events.append(event)
+    _, first_blocks = explorer.split(start)
+    params = [
+        {
+            p["name"]: _render_param(p, v, model.scale)
+            for p, v in zip(model.params, model.param_choices[b[1]], strict=True)
+        }
+        for b in first_blocks
+    ]
+    return {
+        "invariants": [name for name, _ in invariants],
+        "violations": [{"invariant": name, "explanation": why} for name, why in invariants],
+        "length": len(events),
+        "params": params,
+        "events": events,
+        "clauses": sorted(clauses),
+        "replayed": True,
+    }
+
+
+def _balances(explorer: Explorer, blocks: list[State]) -> dict[str, str]:
+    lay = explorer.layout
+    out: dict[str, str] = {}
+    for account, spec in enumerate(explorer.model.accounts):
+        total = sum(b[lay.balances + account] for b in blocks)
+        if total or any(b[lay.balances + account] for b in blocks):
+            out[spec["name"]] = str(total)
+    return out
+
+
+def _render_param(param: Json, value: Any, scale: int) -> str:
+    if param["type"] == "money":
+        return format_money(int(value), scale)
+    if param["type"] == "percent":
+        from pactwright.money import Percent
+
+        return f"{Percent(value).canonical()}%"
+    return str(value)

@@ -1,0 +1,203 @@
+"""Compile model expression trees into Python functions over an agreement view.
+
+Guards and invariants are evaluated on every explored state, so they are
+compiled once into lambdas rather than interpreted per state. Time values are
+relative to now: `now` is 0 and a stamp taken `age` seconds ago is `-age`;
+an unset stamp is None, and any comparison involving None is false (a
+deadline that was never started cannot have passed).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any
+
+from pactwright.errors import VerifyError
+from pactwright.verifier.model import Json, Model
+
+
+class View:
+    """One agreement as expressions see it; built per state by the explorer."""
+
+    __slots__ = ("approved", "bal", "ctrl", "final", "fired", "p", "reached", "sapp", "stamps")
+
+    def __init__(
+        self,
+        ctrl: int,
+        p: tuple[Any, ...],
+        stamps: tuple[int | None, ...],
+        fired: tuple[int, ...],
+        bal: tuple[int, ...],
+        sapp: tuple[int, ...],
+        reached: int,
+        approved: tuple[int, ...],
+        final: bool,
+    ) -> None:
+        self.ctrl = ctrl
+        self.p = p
+        self.stamps = stamps
+        self.fired = fired
+        self.bal = bal
+        self.sapp = sapp
+        self.reached = reached
+        self.approved = approved
+        self.final = final
+
+
+def _floor(value: Any) -> int:
+    if isinstance(value, Fraction):
+        return value.numerator // value.denominator
+    return int(value)
+
+
+def _div(a: Any, b: Any) -> Any:
+    if a is None or b is None or b == 0:
+        return None
+    return _floor(Fraction(a) / Fraction(b))
+
+
+def _time_op(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    def apply(a: Any, b: Any) -> Any:
+        if a is None or b is None:
+            return None
+        return op(a, b)
+
+    return apply
+
+
+def _time_cmp(op: Callable[[Any, Any], bool]) -> Callable[[Any, Any], bool]:
+    def apply(a: Any, b: Any) -> bool:
+        if a is None or b is None:
+            return False
+        return op(a, b)
+
+    return apply
+
+
+_HELPERS: dict[str, Any] = {
+    "_floor": _floor,
+    "_div": _div,
+    "_tadd": _time_op(operator.add),
+    "_tsub": _time_op(operator.sub),
+    "_Fraction": Fraction,
+    **{
+        f"_t{name}": _time_cmp(fn)
+        for name, fn in {
+            "lt": operator.lt,
+            "le": operator.le,
+            "gt": operator.gt,
+            "ge": operator.ge,
+            "eq": operator.eq,
+            "ne": operator.ne,
+        }.items()
+    },
+}
+_CMP_NAMES = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
+
+
+class ExpressionCompiler:
+    """Turns expression trees of one model into Python source and functions."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.sites_of: dict[str, list[int]] = {}
+        for site in model.sites:
+            self.sites_of.setdefault(site.effect, []).append(site.index)
+
+    def source(self, expr: Json) -> str:
+        op = expr["op"]
+        method = getattr(self, f"_op_{op}", None)
+        if method is not None:
+            text: str = method(expr)
+            return text
+        args = [self.source(a) for a in expr.get("args", [])]
+        timed = any(a["type"] in ("time",) for a in expr.get("args", []))
+        if op in _CMP_NAMES:
+            if timed:
+                return f"_t{_CMP_NAMES[op]}({args[0]}, {args[1]})"
+            return f"({args[0]} {op} {args[1]})"
+        if op in ("+", "-"):
+            if timed:
+                return f"_t{'add' if op == '+' else 'sub'}({args[0]}, {args[1]})"
+            return f"({args[0]} {op} {args[1]})"
+        if op == "*":
+            kinds = {a["type"] for a in expr["args"]}
+            product = f"({args[0]} * {args[1]})"
+            return f"_floor{product}" if "percent" in kinds and expr["type"] == "money" else product
+        if op == "/":
+            return f"_div({args[0]}, {args[1]})"
+        if op == "and":
+            return f"({args[0]} and {args[1]})"
+        if op == "or":
+            return f"({args[0]} or {args[1]})"
+        if op == "implies":
+            return f"((not {args[0]}) or {args[1]})"
+        if op == "not":
+            return f"(not {args[0]})"
+        if op == "neg":
+            return f"(-{args[0]})"
+        raise VerifyError(f"unknown expression operator `{op}` in the model", code="PW304")
+
+    def _op_lit(self, expr: Json) -> str:
+        kind, value = expr["type"], expr["value"]
+        if kind in ("money", "int", "duration"):
+            return str(int(value))
+        if kind == "percent":
+            from pactwright.money import Percent
+
+            frac = Percent.parse(value).value
+            return f"_Fraction({frac.numerator}, {frac.denominator})"
+        if kind == "bool":
+            return "True" if value == "true" else "False"
+        return repr(str(value))
+
+    def _op_param(self, expr: Json) -> str:
+        return f"v.p[{self.model.param_index[expr['name']]}]"
+
+    def _op_stamp(self, expr: Json) -> str:
+        return f"v.stamps[{self.model.stamp_index[expr['name']]}]"
+
+    def _op_now(self, expr: Json) -> str:
+        return "0"
+
+    def _op_final(self, expr: Json) -> str:
+        return "v.final"
+
+    def _op_balance(self, expr: Json) -> str:
+        return f"v.bal[{self.model.account_index[expr['name']]}]"
+
+    def _op_fired(self, expr: Json) -> str:
+        return f"v.fired[{self.model.transition_index[expr['name']]}]"
+
+    def _op_applied(self, expr: Json) -> str:
+        if expr.get("value") == "effect" or expr["name"] not in self.model.transition_index:
+            sites = self.sites_of.get(expr["name"], [])
+            return "(" + " + ".join(f"v.sapp[{i}]" for i in sites) + ")" if sites else "0"
+        return f"v.fired[{self.model.transition_index[expr['name']]}]"
+
+    def _op_total(self, expr: Json) -> str:
+        parts = []
+        for index in self.sites_of.get(expr["name"], []):
+            amount = self.model.sites[index].amount
+            if amount is not None:
+                parts.append(f"v.sapp[{index}] * {self.source(amount)}")
+        return "(" + " + ".join(parts) + ")" if parts else "0"
+
+    def _op_reached(self, expr: Json) -> str:
+        return f"bool(v.reached >> {self.model.states.index(expr['name'])} & 1)"
+
+    def _op_approved(self, expr: Json) -> str:
+        index = self.model.transition_index[expr["name"]]
+        if index not in self.model.approval_transitions:
+            return "False"
+        return f"bool(v.approved[{self.model.approval_transitions.index(index)}])"
+
+    def function(self, expr: Json | None) -> Callable[[View], Any]:
+        """A compiled function of one view; `None` compiles to always-true."""
+        if expr is None:
+            return lambda v: True
+        code = f"lambda v: {self.source(expr)}"
+        compiled: Callable[[View], Any] = eval(code, dict(_HELPERS))  # noqa: S307 - source built from the model's own tree
+        return compiled

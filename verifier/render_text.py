@@ -1,0 +1,89 @@
+"""The terminal summary of a report: what was checked, what failed, how to read it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pactwright.money import format_money
+
+Json = dict[str, Any]
+
+
+def _money(value: str | None, scale: int) -> str:
+    return format_money(int(value), scale) if value is not None else "?"
+
+
+def render_summary(report: Json, scale: int, report_path: str | None = None) -> str:
+    bounds = report["bounds"]
+    exploration = report["exploration"]
+    lines = [
+        f"{report['pact']['id']} {report['pact']['version']}  candidate {report['candidate_hash'][:19]}…  "
+        f"bounds: {bounds['agreements']} agreement{'s' if bounds['agreements'] != 1 else ''}, "
+        f"{bounds['faults']} fault{'s' if bounds['faults'] != 1 else ''}, depth {bounds['max_depth']}",
+        f"explored {exploration['states']:,} states, {exploration['transitions']:,} transitions, "
+        f"depth {exploration['depth_reached']} "
+        + (
+            "(state space exhausted)"
+            if exploration["exhausted"]
+            else f"(stopped at the {exploration['bound_hit']} bound)"
+        ),
+        "",
+    ]
+    for index, cx in enumerate(report["counterexamples"]):
+        names = cx["invariants"]
+        clauses = {i["name"]: i.get("clause") for i in report["invariants"]}
+        labelled = [f"{n} (clause {clauses[n]})" if clauses.get(n) else n for n in names]
+        lines.append("VIOLATED " + " and ".join(labelled))
+        lines.append(
+            f"shortest counterexample, {cx['length']} event{'s' if cx['length'] != 1 else ''}, "
+            "replayed against transitions.json and ledger/*.num:"
+        )
+        for event in cx["events"]:
+            actor = event["actor"]
+            command = event.get("command", event["kind"])
+            clause = f"[{event['clause']}]" if event.get("clause") else ""
+            move = f"{event['from']} -> {event['to']}" if event.get("from") else ""
+            fault = f"FAULT {event['fault']}" if event.get("fault") else ""
+            phase = f"effect {event['effect_phase']}" if event.get("effect_phase") else ""
+            balances = "  ".join(f"{k} {_money(v, scale)}" for k, v in event["balances_after"].items())
+            text = f"  {event['step']:>2}. {actor:<10} {command:<22} {clause:<7} {move:<24} {fault} {phase} {balances}"
+            lines.append(text.rstrip())
+        for violation in cx["violations"]:
+            lines.append(f"     ^ {violation['invariant']}: {violation['explanation']}")
+        params = ", ".join(f"{k} = {v}" for block in cx["params"] for k, v in block.items())
+        if params:
+            lines.append(f"  with {params}")
+        if index < len(report["counterexamples"]) - 1:
+            lines.append("")
+    if report["counterexamples"]:
+        lines.append("")
+    verdicts: dict[str, list[str]] = {}
+    for invariant in report["invariants"]:
+        verdicts.setdefault(invariant["verdict"], []).append(invariant["name"])
+    for amount in report["amounts"]:
+        if amount.get("verdict") == "refuted":
+            lines.append(
+                f"amount: {amount['property']} refuted with witness {amount.get('witness_text', amount.get('witness'))}"
+            )
+    lines.append(
+        f"proved: {len(verdicts.get('proved', []))}   held to bound: {len(verdicts.get('holds-to-bound', []))}   "
+        f"violated: {len(verdicts.get('violated', []))}   vacuous-suspect: {len(verdicts.get('vacuous-suspect', []))}"
+        + (f"   unknown: {len(verdicts['unknown'])}" if verdicts.get("unknown") else "")
+    )
+    for name in verdicts.get("proved", []):
+        lines.append(f"  proved        {name}")
+    for name in verdicts.get("vacuous-suspect", []):
+        lines.append(f"  vacuous?      {name} (no mutant violates it)")
+    uncaught = [m for m in report["mutants"] if m["status"] == "uncaught"]
+    for mutant in uncaught:
+        clause = f" [clause {mutant['clause']}]" if mutant.get("clause") else ""
+        lines.append(f"  uncaught mutant{clause}: {mutant['description']}")
+    coverage = report["coverage"]
+    if coverage["transitions_never_fired"]:
+        lines.append(f"  never fired: {', '.join(coverage['transitions_never_fired'])}")
+    for warning in report["warnings"]:
+        lines.append(f"warning: {warning}")
+    lines.append("this report does not prove: " + "; ".join(report["does_not_prove"]))
+    verdict = report["verdict"].upper()
+    lines.append(f"verdict: {verdict}" + (f"   report: {report_path}" if report_path else ""))
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,220 @@
+"""The verifier's pipeline: explore, confirm counterexamples, prove, mutate, report.
+
+Input is a bundle's files (path -> bytes); output is the report document.
+Nothing here reads compiler internals: `model.json` drives exploration,
+`transitions.json` and `ledger/*.num` drive replay.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pactwright import __version__
+from pactwright.canonical import hash_bytes, load_json
+from pactwright.errors import VerifyError
+from pactwright.verifier import counterexample as cx
+from pactwright.verifier.explorer import Bounds, ExplorationResult, Explorer
+from pactwright.verifier.model import Json, Model, load_model
+from pactwright.verifier.protocol import PHASE_NAMES, Phase
+
+REPORT_FORMAT = "pactwright.report/1"
+BUILTINS = {
+    "money_conserved": "money is conserved across all accounts",
+    "no_negative_internal": "no non-external account goes negative",
+    "no_posting_after_final": "no ledger posting after a final state",
+    "effect_max_calls": "an effect with max_calls is applied at most that often",
+}
+# Files the report binds to: every compiled artifact it read or vouches for.
+CHECKED_PREFIXES = ("candidate.json", "transitions.json", "events.schema.json", "model.json", "trace.json", "ledger/")
+
+
+@dataclass
+class VerifyOptions:
+    bounds: Bounds
+    mutants: bool = True
+    proofs: bool = True
+    progress: Callable[[int, int, int], None] | None = None
+
+
+def _checked_hashes(files: Mapping[str, bytes]) -> dict[str, str]:
+    return {path: hash_bytes(data) for path, data in sorted(files.items()) if path.startswith(CHECKED_PREFIXES)}
+
+
+def explore(
+    model: Model, bounds: Bounds, progress: Callable[[int, int, int], None] | None = None
+) -> tuple[Explorer, ExplorationResult]:
+    explorer = Explorer(model, bounds)
+    return explorer, explorer.explore(progress)
+
+
+def counterexamples(
+    explorer: Explorer, result: ExplorationResult, table: Json, programs: dict[str, str]
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Confirmed counterexamples, one per distinct path, and invariant -> index."""
+    found: list[dict[str, Any]] = []
+    by_path: dict[tuple[Any, ...], int] = {}
+    index_of: dict[str, int] = {}
+    for name in sorted(result.violations, key=lambda n: (result.depths[result.violations[n].state_id], n)):
+        violation = result.violations[name]
+        start, moves = cx.shortest(explorer, result, violation.state_id)
+        moves = cx.minimize(explorer, start, moves, name)
+        key = (start, tuple((m.kind, m.agreement, m.name, m.fault, m.site, m.delta) for m in moves))
+        if key in by_path:
+            entry = found[by_path[key]]
+            entry["_names"].append((name, violation.message))
+            index_of[name] = by_path[key]
+            continue
+        by_path[key] = len(found)
+        index_of[name] = len(found)
+        found.append({"_start": start, "_moves": moves, "_names": [(name, violation.message)]})
+    out = []
+    for entry in found:
+        names = [n for n, _ in entry["_names"]]
+        steps = cx.replay(explorer, entry["_start"], entry["_moves"], names, table, programs)
+        out.append(cx.describe(explorer, entry["_start"], entry["_moves"], steps, entry["_names"]))
+    return out, index_of
+
+
+def coverage(model: Model, explorer: Explorer, result: ExplorationResult) -> Json:
+    fired = result.transitions_fired
+    never = [t["id"] for t in model.transitions if t["id"] not in fired]
+    exercised_clauses = {t["clause"] for t in model.transitions if t["id"] in fired and t["clause"]}
+    all_clauses = {t["clause"] for t in model.transitions if t["clause"]}
+    phases: dict[str, list[str]] = {}
+    for site in model.sites:
+        seen = sorted(result.phases_seen.get(site.index, set()) - {Phase.IDLE})
+        key = f"{model.transitions[site.transition]['id']}:{site.effect}"
+        phases[key] = [PHASE_NAMES[Phase(p)] for p in seen]
+    return {
+        "transitions_never_fired": never,
+        "clauses_never_exercised": sorted(all_clauses - exercised_clauses),
+        "states_never_reached": [s for i, s in enumerate(model.states) if i not in result.states_reached],
+        "effect_phases": phases,
+    }
+
+
+def verify_files(files: Mapping[str, bytes], options: VerifyOptions) -> Json:
+    """Verify a compiled bundle; returns the report document (deterministic)."""
+    try:
+        model_doc = load_json(files["model.json"])
+        table = load_json(files["transitions.json"])
+    except KeyError as exc:
+        raise VerifyError(f"the bundle has no `{exc.args[0]}`", code="PW305") from None
+    model = load_model(model_doc)
+    programs = {p: d.decode("utf-8") for p, d in files.items() if p.startswith("ledger/")}
+    explorer, result = explore(model, options.bounds, options.progress)
+    found, index_of = counterexamples(explorer, result, table, programs)
+    invariants: list[Json] = []
+    for spec in model.invariants:
+        invariants.append(_verdict(spec["name"], spec["clause"], False, result, index_of))
+    for name, description in BUILTINS.items():
+        entry = _verdict(name, None, True, result, index_of)
+        entry["description"] = description
+        invariants.append(entry)
+    amounts: list[Json] = []
+    if options.proofs:
+        from pactwright.verifier import proofs
+
+        amounts = proofs.transfer_properties(model)
+        proofs.upgrade(model, explorer, result, invariants)
+    mutants: list[Json] = []
+    if options.mutants:
+        from pactwright.verifier import mutation
+
+        mutants = mutation.run(model_doc, options.bounds, invariants)
+    warnings = list(result.warnings)
+    if not result.exhausted:
+        warnings.append(
+            f"exploration stopped at the `{result.bound_hit}` bound before the state space was exhausted; "
+            "results hold only for the states explored"
+        )
+    verdict = "fail" if any(i["verdict"] == "violated" for i in invariants) else "pass"
+    return {
+        "format": REPORT_FORMAT,
+        "verifier": {"name": "pactwright", "version": __version__},
+        "pact": {"id": model.pact_id, "version": model.pact_version},
+        "candidate_hash": model.candidate_hash,
+        "currency": model.doc["currency"],
+        "artifacts": _checked_hashes(files),
+        "bounds": {
+            "agreements": options.bounds.agreements,
+            "faults": options.bounds.faults,
+            "max_depth": options.bounds.max_depth,
+            "max_states": options.bounds.max_states,
+        },
+        "exploration": {
+            "states": len(result.states),
+            "transitions": result.edges,
+            "depth_reached": result.depth_reached,
+            "exhausted": result.exhausted,
+            "bound_hit": result.bound_hit,
+            "initial_states": sum(1 for d in result.depths if d == 0),
+        },
+        "verdict": verdict,
+        "invariants": invariants,
+        "counterexamples": found,
+        "amounts": amounts,
+        "mutants": mutants,
+        "coverage": coverage(model, explorer, result),
+        "machine": {
+            "states": [
+                {"name": name, "initial": i == model.initial, "final": i in model.final}
+                for i, name in enumerate(model.states)
+            ],
+            "transitions": [
+                {"id": t["id"], "clause": t["clause"], "from": t["from"], "to": t["to"]} for t in model.transitions
+            ],
+        },
+        "warnings": warnings,
+        "does_not_prove": _limits(options, result, model),
+    }
+
+
+def _verdict(name: str, clause: str | None, builtin: bool, result: ExplorationResult, index_of: dict[str, int]) -> Json:
+    if name in index_of:
+        return {
+            "name": name,
+            "clause": clause,
+            "builtin": builtin,
+            "verdict": "violated",
+            "method": "explicit-state search",
+            "counterexample": index_of[name],
+        }
+    method = (
+        "explicit-state search, state space exhausted"
+        if result.exhausted
+        else f"explicit-state search to depth {result.depth_reached}"
+    )
+    return {
+        "name": name,
+        "clause": clause,
+        "builtin": builtin,
+        "verdict": "holds-to-bound",
+        "method": method,
+        "counterexample": None,
+    }
+
+
+def _limits(options: VerifyOptions, result: ExplorationResult, model: Model) -> list[str]:
+    bounds = options.bounds
+    limits = [
+        f"behaviour with more than {bounds.agreements} concurrent agreement{'s' if bounds.agreements != 1 else ''} "
+        f"or more than {bounds.faults} fault{'s' if bounds.faults != 1 else ''} per run",
+        "amounts other than the sampled boundary points, except where a z3 result in `amounts` "
+        "or a `proved` verdict says so",
+        "that the policy matches the contract or intent it was written from",
+        "the behaviour of external providers beyond the modelled faults: lost requests, lost responses, "
+        "provider errors; reconciliation lookups are assumed truthful",
+        "budgets (turns, model calls, tool calls, active time) and approval identities beyond one approver per role",
+    ]
+    if not result.exhausted:
+        limits.insert(0, f"states beyond depth {result.depth_reached} or beyond the first {len(result.states)} states")
+    return limits
+
+
+def print_progress(states: int, edges: int, depth: int) -> None:
+    sys.stderr.write(f"\r  explored {states:,} states, {edges:,} transitions, depth {depth}")
+    sys.stderr.flush()
