@@ -79,7 +79,7 @@ def shortest(explorer: Explorer, result: ExplorationResult, state_id: int) -> tu
     is (up to that reordering) the next state of the BFS path.
     """
     path = explorer.path(result, state_id)
-    start = result.states[path[0]]
+    start = explorer.expand(result.states[path[0]])
     current = start
     moves: list[Move] = []
     explorer.symmetry = False
@@ -87,7 +87,7 @@ def shortest(explorer: Explorer, result: ExplorationResult, state_id: int) -> tu
         for target_id in path[1:]:
             target = result.states[target_id]
             for move, succ, _ in explorer.successors(current):
-                if explorer.sorted_form(succ) == target:
+                if explorer.compact(succ) == target:
                     moves.append(move)
                     current = succ
                     break

@@ -110,9 +110,8 @@ class Violation:
 
 @dataclass
 class ExplorationResult:
-    states: list[State]
+    states: list[tuple[int, ...]]  # compact: (faults used, sorted agreement block ids)
     parents: list[int]
-    moves: list[Move | None]
     depths: list[int]
     violations: dict[str, Violation]
     transitions_fired: set[str]
@@ -266,24 +265,62 @@ class Explorer:
     # -- moves -------------------------------------------------------------------
 
     def successors(self, state: State) -> Iterator[tuple[Move, State, str | None]]:
-        """(move, successor, edge violation or None) for every enabled move."""
+        """(move, successor, edge violation or None) for every enabled move.
+
+        The slow, general path over flat states; `explore` uses the same
+        per-agreement moves through caches keyed by interned blocks.
+        """
         head, blocks = self.split(state)
         faults = head[0]
         for index, block in enumerate(blocks):
-            view = self.view(block)
-            yield from self._commands(head, blocks, index, block, view)
-            yield from self._approvals(head, blocks, index, block)
-            yield from self._effects(head, blocks, index, block, faults)
-        yield from self._clock(head, blocks)
+            for move, new_block, cost, edge in self.local_moves(block):
+                if faults + cost > self.bounds.faults:
+                    continue
+                new_blocks = list(blocks)
+                new_blocks[index] = new_block
+                placed = Move(move.kind, index, move.actor, move.name, move.fault, move.site, move.delta)
+                yield placed, self.canonical((faults + cost,), new_blocks), edge
+        deltas: set[int] = set()
+        for block in blocks:
+            deltas |= self.clock_deltas(block)
+        for delta in sorted(deltas):
+            aged = [self.aged(block, delta) for block in blocks]
+            yield Move("clock", -1, "clock", f"+{delta}s", delta=delta), self.canonical(head, aged), None
 
-    def _replace(self, head: tuple[int, ...], blocks: list[State], index: int, block: list[int]) -> State:
-        new_blocks = list(blocks)
-        new_blocks[index] = tuple(block)
-        return self.canonical(head, new_blocks)
+    def local_moves(self, block: State) -> list[tuple[Move, State, int, str | None]]:
+        """Every move of one agreement: (move, new block, faults it costs, edge violation)."""
+        view = self.view(block)
+        out: list[tuple[Move, State, int, str | None]] = []
+        out.extend(self._commands(block, view))
+        out.extend(self._approvals(block))
+        out.extend(self._effects(block))
+        return out
 
-    def _commands(
-        self, head: tuple[int, ...], blocks: list[State], index: int, block: State, view: View
-    ) -> Iterator[tuple[Move, State, str | None]]:
+    def clock_deltas(self, block: State) -> set[int]:
+        """Time jumps that reach a deadline of this agreement exactly, or just pass it."""
+        lay = self.layout
+        deltas: set[int] = set()
+        for stamp in range(lay.stamps):
+            age = block[lay.ages + stamp]
+            if age < 0:
+                continue
+            for offset in self.model.stamp_offsets[stamp]:
+                if age < offset:
+                    deltas.add(offset - age)
+                if age <= offset:
+                    deltas.add(offset - age + 1)
+        return deltas
+
+    def aged(self, block: State, delta: int) -> State:
+        lay = self.layout
+        new = list(block)
+        for stamp in range(lay.stamps):
+            age = new[lay.ages + stamp]
+            if age >= 0:
+                new[lay.ages + stamp] = min(age + delta, self.caps[stamp])
+        return tuple(new)
+
+    def _commands(self, block: State, view: View) -> Iterator[tuple[Move, State, int, str | None]]:
         lay = self.layout
         ctrl = block[0]
         for t, sources in enumerate(self.sources):
@@ -329,8 +366,8 @@ class Explorer:
             edge = None
             if self.final[ctrl] and self.postings[t]:
                 edge = "no_posting_after_final"
-            move = Move("command", index, self.first_role[t], self.model.transitions[t]["id"])
-            yield move, self._replace(head, blocks, index, new), edge
+            move = Move("command", 0, self.first_role[t], self.model.transitions[t]["id"])
+            yield move, tuple(new), 0, edge
 
     def _posting(self, view: View, amount: int, source: int, rule: Json) -> list[tuple[int, int]]:
         index = self.model.account_index
@@ -373,20 +410,16 @@ class Explorer:
             return True
         return phase == Phase.FAILED and ON_FAILED[self.model.sites[site].strategy] is None
 
-    def _approvals(
-        self, head: tuple[int, ...], blocks: list[State], index: int, block: State
-    ) -> Iterator[tuple[Move, State, str | None]]:
+    def _approvals(self, block: State) -> Iterator[tuple[Move, State, int, str | None]]:
         lay = self.layout
         for t, slot in self.approval_slot.items():
             if block[0] in self.sources[t] and not block[lay.tokens + slot] & 1:
                 new = list(block)
                 new[lay.tokens + slot] |= 1
-                move = Move("approve", index, self.approver[t], self.model.transitions[t]["id"])
-                yield move, self._replace(head, blocks, index, new), None
+                move = Move("approve", 0, self.approver[t], self.model.transitions[t]["id"])
+                yield move, tuple(new), 0, None
 
-    def _effects(
-        self, head: tuple[int, ...], blocks: list[State], index: int, block: State, faults: int
-    ) -> Iterator[tuple[Move, State, str | None]]:
+    def _effects(self, block: State) -> Iterator[tuple[Move, State, int, str | None]]:
         lay = self.layout
         for site in self.model.sites:
             s = site.index
@@ -406,12 +439,12 @@ class Explorer:
                 apply(new)
                 new[lay.phase + s] = Phase.ACKNOWLEDGED
                 yield (
-                    Move("dispatch", index, "worker", site.effect, site=s),
-                    self._replace(head, blocks, index, new),
+                    Move("dispatch", 0, "worker", site.effect, site=s),
+                    tuple(new),
+                    0,
                     None,
                 )
-                if faults < self.bounds.faults:
-                    fault_head = (faults + 1,)
+                if self.bounds.faults > 0:
                     for fault in FAULTS:
                         new = list(block)
                         if fault == "lost_response":
@@ -419,16 +452,17 @@ class Explorer:
                         new[lay.phase + s] = Phase.FAILED if fault == "provider_error" else Phase.UNCERTAIN
                         if fault == "provider_error" or ON_FAILED.get(site.strategy) is None:
                             self._compensate_earlier(new, site)
-                        move = Move("fault", index, "worker", site.effect, fault=fault, site=s)
-                        yield move, self._replace(fault_head, blocks, index, new), None
+                        move = Move("fault", 0, "worker", site.effect, fault=fault, site=s)
+                        yield move, tuple(new), 1, None
             elif phase == Phase.UNCERTAIN:
                 new = list(block)
                 new[lay.phase + s] = ON_UNCERTAIN[site.strategy]
                 if new[lay.phase + s] == Phase.ABANDONED_UNCERTAIN:
                     self._compensate_earlier(new, site)
                 yield (
-                    Move("runtime", index, "runtime", site.effect, site=s),
-                    self._replace(head, blocks, index, new),
+                    Move("runtime", 0, "runtime", site.effect, site=s),
+                    tuple(new),
+                    0,
                     None,
                 )
             elif phase == Phase.FAILED:
@@ -437,32 +471,36 @@ class Explorer:
                     new = list(block)
                     new[lay.phase + s] = after
                     yield (
-                        Move("runtime", index, "runtime", site.effect, site=s),
-                        self._replace(head, blocks, index, new),
+                        Move("runtime", 0, "runtime", site.effect, site=s),
+                        tuple(new),
+                        0,
                         None,
                     )
             elif phase == Phase.NEEDS_RECONCILIATION:
                 new = list(block)
                 new[lay.phase + s] = Phase.RECONCILED_RECOVERED if happened else Phase.RECONCILED_NOT_OCCURRED
                 yield (
-                    Move("reconcile", index, "operator", site.effect, site=s),
-                    self._replace(head, blocks, index, new),
+                    Move("reconcile", 0, "operator", site.effect, site=s),
+                    tuple(new),
+                    0,
                     None,
                 )
                 new = list(block)
                 new[lay.phase + s] = Phase.ABANDONED_UNCERTAIN
                 self._compensate_earlier(new, site)
                 yield (
-                    Move("abandon", index, "operator", site.effect, site=s),
-                    self._replace(head, blocks, index, new),
+                    Move("abandon", 0, "operator", site.effect, site=s),
+                    tuple(new),
+                    0,
                     None,
                 )
             elif phase == Phase.RECONCILED_NOT_OCCURRED:
                 new = list(block)
                 new[lay.phase + s] = Phase.PREPARED
                 yield (
-                    Move("runtime", index, "runtime", site.effect, site=s),
-                    self._replace(head, blocks, index, new),
+                    Move("runtime", 0, "runtime", site.effect, site=s),
+                    tuple(new),
+                    0,
                     None,
                 )
             elif phase == Phase.COMPENSATION_REQUIRED:
@@ -471,8 +509,9 @@ class Explorer:
                     new[lay.compensated + s] += 1
                 new[lay.phase + s] = Phase.COMPENSATED
                 yield (
-                    Move("compensate", index, "worker", site.compensation or site.effect, site=s),
-                    self._replace(head, blocks, index, new),
+                    Move("compensate", 0, "worker", site.compensation or site.effect, site=s),
+                    tuple(new),
+                    0,
                     None,
                 )
 
@@ -487,51 +526,39 @@ class Explorer:
             if other.strategy == "compensate" and new[lay.happened + s] and new[lay.phase + s] in TERMINAL:
                 new[lay.phase + s] = Phase.COMPENSATION_REQUIRED
 
-    def _clock(self, head: tuple[int, ...], blocks: list[State]) -> Iterator[tuple[Move, State, str | None]]:
-        lay = self.layout
-        deltas: set[int] = set()
-        for block in blocks:
-            for stamp in range(lay.stamps):
-                age = block[lay.ages + stamp]
-                if age < 0:
-                    continue
-                for offset in self.model.stamp_offsets[stamp]:
-                    if age < offset:
-                        deltas.add(offset - age)
-                    if age <= offset:
-                        deltas.add(offset - age + 1)
-        for delta in sorted(deltas):
-            new_blocks = []
-            for block in blocks:
-                new = list(block)
-                for stamp in range(lay.stamps):
-                    age = new[lay.ages + stamp]
-                    if age >= 0:
-                        new[lay.ages + stamp] = min(age + delta, self.caps[stamp])
-                new_blocks.append(tuple(new))
-            yield Move("clock", -1, "clock", f"+{delta}s", delta=delta), self.canonical(head, new_blocks), None
-
     # -- invariants ----------------------------------------------------------------
 
     def check_state(self, state: State) -> list[tuple[str, str]]:
-        """Invariants violated in `state`: (name, explanation)."""
+        """Invariants violated in a flat `state`: (name, explanation)."""
         _, blocks = self.split(state)
         out: list[tuple[str, str]] = []
-        lay = self.layout
-        totals = [0] * lay.accounts
         for block in blocks:
-            view = self.view(block)
-            for name, fn in self.invariants:
-                if not fn(view):
-                    out.append((name, self._explain(name, view)))
-            for account in range(lay.accounts):
-                totals[account] += block[lay.balances + account]
-            for effect, spec in self.model.effects.items():
-                limit = spec.get("max_calls")
-                if limit is not None:
-                    count = self.effect_applications(block, effect)
-                    if count > limit:
-                        out.append(("effect_max_calls", f"`{effect}` applied {count} times, max_calls {limit}"))
+            out.extend(self._block_violations(block, include_global=False))
+        totals = [sum(b[self.layout.balances + a] for b in blocks) for a in range(self.layout.accounts)]
+        out.extend(self._global_violations(totals))
+        return out
+
+    def _block_violations(self, block: State, *, include_global: bool) -> list[tuple[str, str]]:
+        """Violations visible in one agreement; with `include_global`, its balances
+        are the whole ledger (one agreement), so the ledger-wide checks run too."""
+        lay = self.layout
+        out: list[tuple[str, str]] = []
+        view = self.view(block)
+        for name, fn in self.invariants:
+            if not fn(view):
+                out.append((name, self._explain(name, view)))
+        for effect, spec in self.model.effects.items():
+            limit = spec.get("max_calls")
+            if limit is not None:
+                count = self.effect_applications(block, effect)
+                if count > limit:
+                    out.append(("effect_max_calls", f"`{effect}` applied {count} times, max_calls {limit}"))
+        if include_global:
+            out.extend(self._global_violations(list(block[lay.balances : lay.balances + lay.accounts])))
+        return out
+
+    def _global_violations(self, totals: list[int]) -> list[tuple[str, str]]:
+        out: list[tuple[str, str]] = []
         if sum(totals) != 0:
             out.append(("money_conserved", f"balances sum to {format_money(sum(totals), self.model.scale)}, not 0"))
         for account, total in enumerate(totals):
@@ -556,74 +583,158 @@ class Explorer:
     # -- search -----------------------------------------------------------------------
 
     def explore(self, progress: Callable[[int, int, int], None] | None = None) -> ExplorationResult:
-        states: list[State] = []
-        parents: list[int] = []
-        moves: list[Move | None] = []
-        depths: list[int] = []
-        index: dict[State, int] = {}
-        violations: dict[str, Violation] = {}
-        fired: set[str] = set()
+        """Breadth-first search over compact states: (faults, sorted agreement block ids).
+
+        Agreement blocks are interned once; everything that depends on one
+        block alone (its moves, its clock jumps, its invariant verdicts) is
+        computed once per block and cached, so the hot loop is mostly tuple
+        building and dict lookups.
+        """
+        lay = self.layout
+        max_faults = self.bounds.faults
+        block_id: dict[State, int] = {}
+        blocks: list[State] = []
+        local: list[list[tuple[int, int, str | None, str | None]] | None] = []
+        deltas: list[frozenset[int] | None] = []
+        aged: dict[tuple[int, int], int] = {}
+        block_violations: list[list[tuple[str, str]]] = []
+        block_balances: list[tuple[int, ...]] = []
         phases: dict[int, set[int]] = {s.index: set() for s in self.model.sites}
         reached: set[int] = set()
+        fired: set[str] = set()
+        shared_check = self.bounds.agreements > 1
+        internal = [i for i in range(lay.accounts) if not self.external[i]]
+
+        def intern(block: State) -> int:
+            found = block_id.get(block)
+            if found is not None:
+                return found
+            bid = len(blocks)
+            block_id[block] = bid
+            blocks.append(block)
+            local.append(None)
+            deltas.append(None)
+            block_balances.append(block[lay.balances : lay.balances + lay.accounts])
+            block_violations.append(self._block_violations(block, include_global=not shared_check))
+            reached.add(block[0])
+            for s in range(lay.sites):
+                phases[s].add(block[lay.phase + s])
+            return bid
+
+        def moves_of(bid: int) -> list[tuple[int, int, str | None, str | None]]:
+            cached = local[bid]
+            if cached is None:
+                cached = [
+                    (intern(new), cost, edge, move.name if move.kind == "command" else None)
+                    for move, new, cost, edge in self.local_moves(blocks[bid])
+                ]
+                local[bid] = cached
+            return cached
+
+        def deltas_of(bid: int) -> frozenset[int]:
+            cached = deltas[bid]
+            if cached is None:
+                cached = frozenset(self.clock_deltas(blocks[bid]))
+                deltas[bid] = cached
+            return cached
+
+        def aged_of(bid: int, delta: int) -> int:
+            key = (bid, delta)
+            found = aged.get(key)
+            if found is None:
+                found = intern(self.aged(blocks[bid], delta))
+                aged[key] = found
+            return found
+
+        states: list[tuple[int, ...]] = []
+        parents: list[int] = []
+        depths: list[int] = []
+        index: dict[tuple[int, ...], int] = {}
+        violations: dict[str, Violation] = {}
+        wanted = {name for name, _ in self.invariants} | {"money_conserved", "no_negative_internal", "effect_max_calls"}
         queue: deque[int] = deque()
         edges = 0
         bound_hit: str | None = None
-        lay = self.layout
+        max_states = self.bounds.max_states
+        max_depth_bound = self.bounds.max_depth
 
-        def record(state: State, parent: int, move: Move | None, depth: int) -> int:
+        def check(sid: int, state: tuple[int, ...]) -> None:
+            ids = state[1:]
+            for bid in ids:
+                for name, why in block_violations[bid]:
+                    if name in wanted:
+                        wanted.discard(name)
+                        violations[name] = Violation(name, sid, why)
+            if shared_check and ("money_conserved" in wanted or "no_negative_internal" in wanted):
+                totals = [sum(col) for col in zip(*(block_balances[b] for b in ids), strict=True)]
+                for name, why in self._global_violations(totals):
+                    if name in wanted:
+                        wanted.discard(name)
+                        violations[name] = Violation(name, sid, why)
+
+        def add(state: tuple[int, ...], parent: int, depth: int) -> int:
             sid = len(states)
             index[state] = sid
             states.append(state)
             parents.append(parent)
-            moves.append(move)
             depths.append(depth)
-            for name, why in self.check_state(state):
-                if name not in violations:
-                    violations[name] = Violation(name, sid, why)
-            _, blocks = self.split(state)
-            for block in blocks:
-                reached.add(block[0])
-                for s in range(lay.sites):
-                    phases[s].add(block[lay.phase + s])
+            if wanted:
+                check(sid, state)
             queue.append(sid)
             return sid
 
-        for state in self.initial_states():
-            record(state, -1, None, 0)
+        for flat in self.initial_states():
+            add(self._compact(flat, intern), -1, 0)
         max_depth = 0
         while queue:
             sid = queue.popleft()
             depth = depths[sid]
-            if depth >= self.bounds.max_depth:
+            if depth >= max_depth_bound:
                 bound_hit = bound_hit or "max_depth"
                 continue
-            for move, succ, edge in self.successors(states[sid]):
-                edges += 1
-                if move.kind == "command":
-                    fired.add(move.name)
-                if edge is not None and edge not in violations:
-                    target = index.get(succ)
-                    if target is None:
-                        if len(states) >= self.bounds.max_states:
-                            bound_hit = "max_states"
-                            continue
-                        target = record(succ, sid, move, depth + 1)
-                    violations[edge] = Violation(edge, target, "a posting after a final state", edge=True)
+            state = states[sid]
+            faults = state[0]
+            ids = state[1:]
+            successors: list[tuple[int, ...]] = []
+            for position, bid in enumerate(ids):
+                for new_bid, cost, edge, tid in moves_of(bid):
+                    if faults + cost > max_faults:
+                        continue
+                    if tid is not None:
+                        fired.add(tid)
+                    new_ids = list(ids)
+                    new_ids[position] = new_bid
+                    new_ids.sort()
+                    succ = (faults + cost, *new_ids)
+                    if edge is not None and edge not in violations:
+                        target = index.get(succ)
+                        if target is None:
+                            target = add(succ, sid, depth + 1)
+                        violations[edge] = Violation(edge, target, "a posting after a final state", edge=True)
+                    successors.append(succ)
+            clock: set[int] = set()
+            for bid in ids:
+                clock |= deltas_of(bid)
+            for delta in clock:
+                successors.append((faults, *sorted(aged_of(bid, delta) for bid in ids)))
+            edges += len(successors)
+            for succ in successors:
                 if succ in index:
                     continue
-                if len(states) >= self.bounds.max_states:
+                if len(states) >= max_states:
                     bound_hit = "max_states"
                     break
-                record(succ, sid, move, depth + 1)
+                add(succ, sid, depth + 1)
                 max_depth = max(max_depth, depth + 1)
-            if progress is not None and len(states) % 50_000 < 8:
-                progress(len(states), edges, depth)
             if bound_hit == "max_states":
                 break
+            if progress is not None and not len(states) & 0xFFFF:
+                progress(len(states), edges, depth)
+        self._blocks = blocks
+        self._block_id = block_id
         return ExplorationResult(
             states=states,
             parents=parents,
-            moves=moves,
             depths=depths,
             violations=violations,
             transitions_fired=fired,
@@ -635,6 +746,28 @@ class Explorer:
             bound_hit=bound_hit,
             warnings=self.warnings,
         )
+
+    def _compact(self, flat: State, intern: Callable[[State], int]) -> tuple[int, ...]:
+        head, blocks = self.split(flat)
+        return (head[0], *sorted(intern(b) for b in blocks))
+
+    def compact(self, flat: State) -> tuple[int, ...] | None:
+        """The compact form of a flat state seen by the last `explore`, or None."""
+        ids = []
+        head, blocks = self.split(flat)
+        for block in blocks:
+            bid = self._block_id.get(block)
+            if bid is None:
+                return None
+            ids.append(bid)
+        return (head[0], *sorted(ids))
+
+    def expand(self, compact: tuple[int, ...]) -> State:
+        """The flat state of a compact one (agreements in block-id order)."""
+        flat: list[int] = [compact[0]]
+        for bid in compact[1:]:
+            flat.extend(self._blocks[bid])
+        return tuple(flat)
 
     def path(self, result: ExplorationResult, sid: int) -> list[int]:
         out = []

@@ -1,0 +1,85 @@
+"""The explorer: its fast cached search agrees with the plain definition of the model.
+
+`Explorer.successors` is the model's definition over flat states; `explore`
+is the optimized search over interned agreement blocks. A naive BFS over
+`successors` must reach exactly the same states (up to agreement order),
+with the same shortest violation depths, for every policy and several bounds.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from pathlib import Path
+
+import pytest
+
+from pactwright.compiler.bundle import compile_candidate
+from pactwright.compiler.pipeline import check_bytes
+from pactwright.verifier.explorer import Bounds, Explorer
+from pactwright.verifier.model import load_model
+
+POLICIES = sorted((Path(__file__).resolve().parent.parent / "policies").glob("*.pact"))
+
+
+def _model(path: Path) -> dict:  # type: ignore[type-arg]
+    result = check_bytes(path.read_bytes())
+    assert result.candidate is not None
+    files = compile_candidate(result.candidate, result.source_map, path.name)
+    return json.loads(files["model.json"])
+
+
+def _naive(explorer: Explorer) -> tuple[int, dict[str, int]]:
+    seen = {explorer.sorted_form(s) for s in explorer.initial_states()}
+    queue = deque((s, 0) for s in explorer.initial_states())
+    first: dict[str, int] = {}
+    for state, depth in queue:
+        for name, _ in explorer.check_state(state):
+            first.setdefault(name, depth)
+    while queue:
+        state, depth = queue.popleft()
+        for _, succ, edge in explorer.successors(state):
+            if edge is not None:
+                first.setdefault(edge, depth + 1)
+            key = explorer.sorted_form(succ)
+            if key in seen:
+                continue
+            seen.add(key)
+            for name, _ in explorer.check_state(succ):
+                first.setdefault(name, depth + 1)
+            queue.append((succ, depth + 1))
+    return len(seen), first
+
+
+@pytest.mark.parametrize("path", POLICIES, ids=[p.stem for p in POLICIES])
+@pytest.mark.parametrize(("agreements", "faults"), [(1, 0), (1, 1), (2, 1)])
+def test_fast_search_matches_the_plain_definition(path: Path, agreements: int, faults: int) -> None:
+    doc = _model(path)
+    bounds = Bounds(agreements=agreements, faults=faults, max_states=300_000)
+    fast = Explorer(load_model(doc), bounds).explore()
+    if not fast.exhausted or len(fast.states) > 40_000:
+        pytest.skip("too large for the naive search in a unit test")
+    count, first = _naive(Explorer(load_model(doc), bounds))
+    assert len(fast.states) == count
+    assert {name: fast.depths[v.state_id] for name, v in fast.violations.items()} == first
+
+
+def test_symmetry_reduction_merges_interchangeable_agreements() -> None:
+    # No deadlines: agreements do not share a clock, so the product formula is exact.
+    doc = _model(next(p for p in POLICIES if p.stem == "unsafe_chargeback"))
+    one = Explorer(load_model(doc), Bounds(agreements=1, faults=0)).explore()
+    two = Explorer(load_model(doc), Bounds(agreements=2, faults=0)).explore()
+    # Without symmetry reduction two agreements would give n*n states; with it, n*(n+1)/2.
+    n = len(one.states)
+    assert len(two.states) == n * (n + 1) // 2
+
+
+def test_bounds_stop_the_search_and_say_so() -> None:
+    doc = _model(next(p for p in POLICIES if p.stem == "support_refund"))
+    capped = Explorer(load_model(doc), Bounds(max_states=50)).explore()
+    assert not capped.exhausted
+    assert capped.bound_hit == "max_states"
+    assert len(capped.states) == 50
+    shallow = Explorer(load_model(doc), Bounds(max_depth=2)).explore()
+    assert shallow.bound_hit == "max_depth"
+    assert shallow.depth_reached == 2
