@@ -15,16 +15,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pactwright import __version__
+from pactwright.candidate import Candidate
+from pactwright.canonical import canonical_bytes
 from pactwright.compiler.emit_ledger import emit_ledger_programs
 from pactwright.compiler.emit_model import build_model
 from pactwright.compiler.emit_schema import build_event_schema
 from pactwright.compiler.emit_trace import build_trace
 from pactwright.compiler.lower import Json, lower
 from pactwright.compiler.normalize import SourceMap
-
-from pactwright import __version__
-from pactwright.candidate import Candidate
-from pactwright.canonical import canonical_bytes
 from pactwright.errors import CompileError, UsageError
 from pactwright.manifest import MANIFEST_PATH, build_manifest, manifest_bytes
 

@@ -12,10 +12,10 @@ import functools
 from typing import Any
 
 import jinja2
-from pactwright.compiler.lower import Json
-from pactwright.compiler.numscript_grammar import validate_numscript
 
 from pactwright import __version__
+from pactwright.compiler.lower import Json
+from pactwright.compiler.numscript_grammar import validate_numscript
 
 
 @functools.cache

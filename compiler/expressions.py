@@ -12,11 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import Any
 
+from pactwright.candidate import Expr, ValueType
 from pactwright.compiler import ast
 from pactwright.compiler.literals import LiteralProblem, classify
 from pactwright.compiler.symbols import Symbols
-
-from pactwright.candidate import Expr, ValueType
 from pactwright.diagnostics import Diagnostic, Severity, Span
 
 # Fuzzy-matching every unknown name against a huge table is quadratic; past
@@ -99,6 +98,9 @@ class ExpressionTyper:
         if node.op == "lit" and node.type == "int" and target == "money":
             assert node.value is not None
             return Expr(op="lit", type="money", value=str(int(node.value) * 10**self.scale))
+        if node.op == "neg" and node.type == "int" and target == "money" and node.args[0].op == "lit":
+            # `-5` beside money is `-5.00`, as `5` is `5.00`.
+            return Expr(op="neg", type="money", args=(self._coerce(node.args[0], target),))
         return node
 
     def _lower(self, expr: ast.Expr) -> Expr | None:

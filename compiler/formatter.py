@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 from lark import Lark, Token
+
 from pactwright.compiler import ast
 from pactwright.compiler.literals import LiteralProblem, classify, money_value
 from pactwright.compiler.parser import ParseFailure, parse_policy
-
 from pactwright.diagnostics import Diagnostic, Severity, Span
 from pactwright.money import MAX_SCALE, format_duration, format_money
 

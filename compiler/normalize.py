@@ -8,10 +8,6 @@ Spans go to the `SourceMap`, which is never hashed.
 
 from __future__ import annotations
 
-from pactwright.compiler import ast
-from pactwright.compiler.checks import CheckContext
-from pactwright.compiler.literals import Classified, classify, money_value
-
 from pactwright.candidate import (
     Account,
     Approval,
@@ -32,6 +28,9 @@ from pactwright.candidate import (
     Transfer,
     Transition,
 )
+from pactwright.compiler import ast
+from pactwright.compiler.checks import CheckContext
+from pactwright.compiler.literals import Classified, classify, money_value
 from pactwright.diagnostics import Span
 
 SourceMap = dict[str, Span]

@@ -16,8 +16,8 @@ from typing import Any
 
 from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, VisitError
-from pactwright.compiler import ast
 
+from pactwright.compiler import ast
 from pactwright.diagnostics import Diagnostic, Severity, Span
 
 # Words the grammar uses; a name spelled like one is refused (PW109) so a
@@ -30,7 +30,11 @@ KEYWORDS: frozenset[str] = frozenset()
 # before anything recursive runs.
 MAX_TREE_DEPTH = 100
 
+# Characters that make text display differently from how it is parsed: bidi
+# controls (CVE-2021-42574) and line breaks that editors honour but `#`
+# comments do not end at.
 _BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_ODD_BREAK = re.compile("[\u0085\u2028\u2029]")
 
 
 class ParseFailure(Exception):
@@ -709,7 +713,7 @@ def parse_policy(text: str) -> ast.PolicyAst:
     # the declarations after it), and bidi controls, which reorder what is
     # displayed (CVE-2021-42574), are refused.
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    hidden = _BIDI.search(text)
+    hidden = _BIDI.search(text) or _ODD_BREAK.search(text)
     if hidden is not None:
         index = hidden.start()
         line = text.count("\n", 0, index) + 1
@@ -719,7 +723,8 @@ def parse_policy(text: str) -> ast.PolicyAst:
                 Diagnostic(
                     code="PW101",
                     severity=Severity.ERROR,
-                    message=f"unexpected character `U+{ord(hidden.group()):04X}` (a bidirectional text control)",
+                    message=f"unexpected character `U+{ord(hidden.group()):04X}` "
+                    f"({'a bidirectional text control' if _BIDI.match(hidden.group()) else 'an unusual line break'})",
                     span=Span(line=line, column=column, end_line=line, end_column=column + 1),
                     hint="remove it: it makes the text display differently from how it is read",
                 )

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pactwright.candidate import Candidate
 from pactwright.compiler.checks import run_checks
 from pactwright.compiler.normalize import SourceMap, normalize
 from pactwright.compiler.parser import ParseFailure, parse_policy
 from pactwright.compiler.symbols import build_symbols
-
-from pactwright.candidate import Candidate
 from pactwright.diagnostics import Diagnostic, Severity, Span
 
 MAX_POLICY_BYTES = 4 * 1024 * 1024  # a human-written policy; anything larger is refused

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pactwright.compiler import ast
-
 from pactwright.diagnostics import Span
 
 
@@ -46,7 +45,7 @@ class Symbols:
     @property
     def scale(self) -> int:
         """The currency scale, or 2 while the currency is missing or broken."""
-        if self.currencies and self.currencies[0].scale.text.isdigit():
+        if self.currencies and self.currencies[0].scale.text.isdigit() and len(self.currencies[0].scale.text) < 4:
             return min(int(self.currencies[0].scale.text), 8)
         return 2
 

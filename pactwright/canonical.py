@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import rfc8785
@@ -27,7 +27,16 @@ _MAX_SAFE_INT = 2**53 - 1
 
 
 def _check(value: Any, path: str) -> None:
-    if value is None or isinstance(value, bool | str):
+    if value is None or isinstance(value, bool):
+        return
+    if isinstance(value, str):
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise CanonicalError(
+                    f"string at `{path}` is not valid unicode (a lone surrogate)", code="PW017"
+                ) from None
         return
     if isinstance(value, int):
         if abs(value) > _MAX_SAFE_INT:
@@ -38,13 +47,17 @@ def _check(value: Any, path: str) -> None:
         return
     if isinstance(value, float):
         raise CanonicalError(f"float at `{path}` is not allowed in a hashed document", code="PW011")
+    if isinstance(value, Mapping) and not isinstance(value, dict):
+        # rfc8785 encodes dicts only; anything else would escape as its own error.
+        raise CanonicalError(f"mapping of type `{type(value).__name__}` at `{path}` is not JSON", code="PW014")
     if isinstance(value, Mapping):
         for key, item in value.items():
             if not isinstance(key, str):
                 raise CanonicalError(f"non-string key `{key!r}` at `{path}`", code="PW012")
+            _check(key, path)
             _check(item, f"{path}/{key}")
         return
-    if isinstance(value, Sequence):
+    if isinstance(value, list | tuple):
         for index, item in enumerate(value):
             _check(item, f"{path}/{index}")
         return
@@ -53,8 +66,11 @@ def _check(value: Any, path: str) -> None:
 
 def canonical_bytes(document: Any) -> bytes:
     """RFC 8785 bytes of `document`; refuses floats, big ints and non-string keys."""
-    _check(document, "")
-    return rfc8785.dumps(document)
+    try:
+        _check(document, "")
+        return rfc8785.dumps(document)
+    except RecursionError:
+        raise CanonicalError("document nested too deeply", code="PW014") from None
 
 
 def hash_bytes(data: bytes) -> str:
@@ -82,6 +98,14 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _safe_int(text: str) -> int:
+    # Checked on the text first: json would otherwise raise a bare ValueError
+    # past Python's 4300-digit conversion limit.
+    if len(text.lstrip("-")) > 16 or abs(int(text)) > _MAX_SAFE_INT:
+        raise CanonicalError(f"integer `{text[:20]}` exceeds 2**53; encode it as a decimal string", code="PW013")
+    return int(text)
+
+
 def _no_float(text: str) -> Any:
     raise CanonicalError(f"float `{text}` is not allowed", code="PW011")
 
@@ -91,7 +115,7 @@ def _no_constant(text: str) -> Any:
 
 
 def load_json(data: bytes, *, require_canonical: bool = False) -> Any:
-    """Parse strict JSON: UTF-8, no duplicate keys, no floats, no NaN.
+    """Parse strict JSON: UTF-8, no duplicate keys, no floats, no NaN, no integer beyond 2**53.
 
     With `require_canonical`, the bytes must also be exactly the RFC 8785
     encoding of what they parse to, so a document's hash is a function of its
@@ -105,6 +129,7 @@ def load_json(data: bytes, *, require_canonical: bool = False) -> Any:
         value = json.loads(
             text,
             object_pairs_hook=_no_duplicates,
+            parse_int=_safe_int,
             parse_float=_no_float,
             parse_constant=_no_constant,
         )

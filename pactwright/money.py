@@ -16,6 +16,9 @@ from pactwright.errors import MoneyError
 
 MAX_SCALE = 8
 PERCENT_DECIMALS = 4
+# Far beyond any real amount; keeps int <-> str conversion cheap (and below
+# Python's 4300-digit conversion limit, which would raise a bare ValueError).
+MAX_DIGITS = 100
 _DECIMAL = re.compile(r"(-?)([0-9]+)(?:\.([0-9]+))?")
 _DURATION_PART = re.compile(r"([0-9]+)([dhms])")
 _UNIT_SECONDS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
@@ -40,6 +43,8 @@ def parse_money(text: str, scale: int) -> int:
     if match is None:
         raise MoneyError(f"`{text}` is not a money amount", code="PW021")
     sign, whole, frac = match.group(1), match.group(2), match.group(3) or ""
+    if len(whole) + max(len(frac), scale) > MAX_DIGITS:
+        raise MoneyError(f"`{text[:20]}...` has more than {MAX_DIGITS} digits", code="PW021")
     if len(frac) > scale:
         raise MoneyError(
             f"`{text}` has {len(frac)} decimals but the currency scale is {scale}",
@@ -74,6 +79,8 @@ class Percent:
         if match is None or match.group(1):
             raise MoneyError(f"`{text}` is not a percent", code="PW023")
         frac = match.group(3) or ""
+        if len(match.group(2)) + len(frac) > MAX_DIGITS:
+            raise MoneyError(f"`{text[:20]}...` has more than {MAX_DIGITS} digits", code="PW023")
         if len(frac) > PERCENT_DECIMALS:
             raise MoneyError(
                 f"`{text}` has {len(frac)} decimals; a percent has at most {PERCENT_DECIMALS}",
@@ -106,6 +113,8 @@ def parse_duration(text: str) -> int:
     for match in _DURATION_PART.finditer(text):
         if match.start() != pos:
             break
+        if len(match.group(1)) > MAX_DIGITS:
+            raise MoneyError(f"`{text[:20]}...` has more than {MAX_DIGITS} digits", code="PW025")
         rank = order.index(match.group(2))
         if rank <= last_rank:
             raise MoneyError(

@@ -41,9 +41,7 @@ class InMemoryLedger:
         self._applied: dict[str, _Applied] = {}
         self._lock = threading.Lock()
 
-    def apply(
-        self, reference: str, program: Program, variables: Mapping[str, str]
-    ) -> list[Posting]:
+    def apply(self, reference: str, program: Program, variables: Mapping[str, str]) -> list[Posting]:
         """Run `program` with `variables` and commit its postings, once per reference.
 
         Raises `LedgerError`: PW757 when `reference` is empty or was already

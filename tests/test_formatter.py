@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from pactwright.compiler import ast
 from pactwright.compiler.formatter import format_policy
 from pactwright.compiler.parser import ParseFailure, parse_policy

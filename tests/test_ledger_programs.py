@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from pactwright.canonical import load_json
 from pactwright.compiler.bundle import compile_candidate
 from pactwright.compiler.numscript_grammar import validate_numscript
 from pactwright.compiler.pipeline import check_bytes
 from pactwright.runtime.numscript import parse_program, run_program
-
-from pactwright.canonical import load_json
 
 POLICIES = sorted((Path(__file__).resolve().parent.parent / "policies").glob("*.pact"))
 

@@ -603,7 +603,6 @@ class Explorer:
         reached: set[int] = set()
         fired: set[str] = set()
         shared_check = self.bounds.agreements > 1
-        internal = [i for i in range(lay.accounts) if not self.external[i]]
 
         def intern(block: State) -> int:
             found = block_id.get(block)

@@ -7,7 +7,6 @@ from pactwright.compiler.checks._registry import REGISTRY, Check, CheckContext, 
 from pactwright.compiler.checks.guards import type_all
 from pactwright.compiler.expressions import ExpressionTyper
 from pactwright.compiler.symbols import Symbols
-
 from pactwright.diagnostics import Diagnostic
 
 __all__ = ["REGISTRY", "Check", "CheckContext", "check", "run_checks"]

@@ -10,11 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from pactwright.candidate import Expr
 from pactwright.compiler import ast
 from pactwright.compiler.expressions import ExpressionTyper
 from pactwright.compiler.symbols import Symbols
-
-from pactwright.candidate import Expr
 from pactwright.diagnostics import Diagnostic, Severity, Span
 
 

@@ -6,7 +6,6 @@ import re
 from collections.abc import Iterator
 
 from pactwright.compiler.checks._registry import CheckContext, check
-
 from pactwright.diagnostics import Diagnostic
 
 # Numscript account names: segments of [a-zA-Z0-9_-] separated by `:`.

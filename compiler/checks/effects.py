@@ -6,7 +6,6 @@ from collections.abc import Iterator
 
 from pactwright.compiler import ast
 from pactwright.compiler.checks._registry import CheckContext, check
-
 from pactwright.diagnostics import Diagnostic
 
 
@@ -56,6 +55,26 @@ def effect_rules(ctx: CheckContext) -> Iterator[Diagnostic]:
                     "or lower the effect's risk class if that is true",
                     label=f"rule {risk} is `require_approval`",
                 )
+
+
+@check("PW132")
+def denied_effects(ctx: CheckContext) -> Iterator[Diagnostic]:
+    """A denied effect nobody calls directly (a compensation, say) is still denied."""
+    called = {c.effect.name for decl in ctx.sym.transitions.values() for c in _calls(decl)}
+    for effect in ctx.sym.effects.values():
+        risk = _risk(effect)
+        risk_field = _field(effect, "risk")
+        if effect.name.name in called or risk is None or risk_field is None:
+            continue
+        rule = ctx.sym.rules.get(risk)
+        if rule is None or rule.decision == "deny":
+            why = "no rule, and the default is deny" if rule is None else f"rule {risk} is `deny`"
+            yield ctx.error(
+                "PW132",
+                f"effect `{effect.name.name}` (risk {risk}) is denied: {why}",
+                risk_field.span,
+                f"add `rule {risk} ...` with a decision other than `deny`, or remove the effect",
+            )
 
 
 @check("PW133")
@@ -143,7 +162,7 @@ def ceilings_below_bounds(ctx: CheckContext) -> Iterator[Diagnostic]:
             cap = money_value(ceiling.args[0].text, scale)
             if not isinstance(cap, int):
                 continue
-            for _, _, transfer in ((d, i, t) for d, i, t in ctx.transfers() if d is decl):
+            for transfer in (f for f in decl.fields if isinstance(f, ast.TransferField)):
                 if isinstance(transfer.amount, ast.NameExpr) and transfer.amount.name in ctx.sym.params:
                     param = ctx.sym.params[transfer.amount.name]
                     top = param.high or param.value
@@ -164,8 +183,9 @@ def ceilings_below_bounds(ctx: CheckContext) -> Iterator[Diagnostic]:
         if not isinstance(cap, int):
             continue
         for param in ctx.sym.params.values():
-            if param.type == "money" and param.high is not None:
-                high = money_value(param.high.text, scale)
+            top = param.high or param.value
+            if param.type == "money" and top is not None:
+                high = money_value(top.text, scale)
                 if isinstance(high, int) and cap < high:
                     yield ctx.warning(
                         "PW152",

@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from fractions import Fraction
 
+from pactwright.candidate import Expr
 from pactwright.compiler import ast
 from pactwright.compiler.checks._registry import CheckContext, check
-
-from pactwright.candidate import Expr
 from pactwright.diagnostics import Diagnostic
 from pactwright.money import Percent
 
@@ -35,7 +34,7 @@ def expression_types(ctx: CheckContext) -> Iterator[Diagnostic]:
 
 
 def _param_interval(ctx: CheckContext, name: str) -> Interval:
-    from pactwright.compiler.literals import Classified, classify, money_value
+    from pactwright.compiler.literals import Classified, classify, money_value, percent_value
 
     param = ctx.sym.params.get(name)
     if param is None:
@@ -48,7 +47,7 @@ def _param_interval(ctx: CheckContext, name: str) -> Interval:
             amount = money_value(lit.text, ctx.sym.scale)
             bounds.append(Fraction(amount) if isinstance(amount, int) else None)
         elif param.type == "percent" and lit.text.endswith("%"):
-            bounds.append(Percent.parse(lit.text).value)
+            bounds.append(percent_value(lit.text))
         else:
             found = classify(lit.text, ctx.sym.scale)
             bounds.append(

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterator
 
 from pactwright.compiler import ast
 from pactwright.compiler.checks._registry import CheckContext, check
+from pactwright.compiler.expressions import SUGGEST_LIMIT
 from pactwright.compiler.parser import keywords
-
 from pactwright.diagnostics import Diagnostic
 
 
-def _hint(name: str, known: Iterable[str], kind: str) -> str:
+def _hint(name: str, known: Collection[str], kind: str) -> str:
+    if len(known) > SUGGEST_LIMIT:
+        return f"none of the {len(known)} declared {kind}s is called `{name}`; check the spelling"
     known = sorted(known)
     close = difflib.get_close_matches(name, known, n=1)
     if close:

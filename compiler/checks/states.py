@@ -6,7 +6,6 @@ from collections import deque
 from collections.abc import Iterator
 
 from pactwright.compiler.checks._registry import CheckContext, check
-
 from pactwright.diagnostics import Diagnostic, Span
 
 
@@ -67,22 +66,25 @@ def unreachable_states(ctx: CheckContext) -> Iterator[Diagnostic]:
 
 @check("PW126", "PW127")
 def final_and_deadlocked_states(ctx: CheckContext) -> Iterator[Diagnostic]:
-    outgoing: dict[str, list[Span]] = {}
+    outgoing: dict[str, list[tuple[Span, str]]] = {}
+    exits: set[str] = set()  # states with a transition to another state (a self-loop is no way out)
     for decl in ctx.sym.transitions.values():
         for source in decl.sources:
-            outgoing.setdefault(source.name, []).append(source.span)
+            outgoing.setdefault(source.name, []).append((source.span, decl.name.name))
+            if source.name != decl.target.name:
+                exits.add(source.name)
     for name, state in ctx.sym.states.items():
         final = _flag(state.flags, "final")
         if final and name in outgoing:
-            users = [d.name.name for d in ctx.sym.transitions.values() if any(s.name == name for s in d.sources)]
+            span, user = outgoing[name][0]
             yield ctx.error(
                 "PW126",
-                f"final state `{name}` has outgoing transition `{users[0]}`",
-                outgoing[name][0],
-                f"remove `final` from `{name}`, or move `{users[0]}` to start elsewhere",
+                f"final state `{name}` has outgoing transition `{user}`",
+                span,
+                f"remove `final` from `{name}`, or move `{user}` to start elsewhere",
                 label="a final state ends the agreement",
             )
-        if not final and name not in outgoing:
+        if not final and name not in exits:
             yield ctx.error(
                 "PW127",
                 f"state `{name}` is not final and has no way out (deadlock)",

@@ -7,8 +7,7 @@ from fractions import Fraction
 
 from pactwright.compiler import ast
 from pactwright.compiler.checks._registry import CheckContext, check
-from pactwright.compiler.literals import LiteralProblem, classify
-
+from pactwright.compiler.literals import LiteralProblem, classify, percent_value
 from pactwright.diagnostics import Diagnostic
 from pactwright.money import Percent
 
@@ -88,14 +87,14 @@ def splits(ctx: CheckContext) -> Iterator[Diagnostic]:
                         "use a percent or money param",
                     )
                 if param is not None and param.type == "percent" and param.value is not None:
-                    total += Percent.parse(param.value.text).value if param.value.text.endswith("%") else 0
+                    total += percent_value(param.value.text) or 0
                 elif (
                     param is not None
                     and param.type == "percent"
                     and param.high is not None
                     and param.high.text.endswith("%")
                 ):
-                    total += Percent.parse(param.high.text).value
+                    total += percent_value(param.high.text) or 0
             kind = _portion_kind(ctx, portion)
             if kind in ("percent", "money"):
                 kinds.setdefault(kind, portion)

@@ -8,13 +8,13 @@ from collections.abc import Iterator
 from pactwright.compiler import ast
 from pactwright.compiler.checks._registry import CheckContext, check
 from pactwright.compiler.literals import Classified, LiteralProblem, classify, money_value
-
 from pactwright.diagnostics import Diagnostic
 from pactwright.money import MAX_SCALE
 
 _RISKS = {"R1", "R2", "R3", "R4", "R5"}
 _METHODS = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"}
 _CURRENCY = re.compile(r"[A-Z]{3,12}")
+_MAX_SAFE_INT = 2**53 - 1
 
 
 @check("PW138")
@@ -27,7 +27,7 @@ def currency_declared(ctx: CheckContext) -> Iterator[Diagnostic]:
         yield ctx.error(
             "PW138", f"bad currency code `{decl.code.name}`", decl.code.span, "use an ISO-4217-like code: `EUR`"
         )
-    if not decl.scale.text.isdigit() or int(decl.scale.text) > MAX_SCALE:
+    if not decl.scale.text.isdigit() or len(decl.scale.text) > 3 or int(decl.scale.text) > MAX_SCALE:
         yield ctx.error("PW138", f"bad currency scale `{decl.scale.text}`", decl.scale.span, "the scale is 0 to 8")
 
 
@@ -128,6 +128,9 @@ def _typed_value(ctx: CheckContext, key: str, lit: ast.NumberLit, scale: int) ->
             lit.span,
             f"e.g. `{key} {'8' if wanted == 'int' else '30s'}`",
         )
+    elif int(found.value) > _MAX_SAFE_INT:
+        # The candidate carries these as JSON integers (RFC 8785 numbers).
+        yield ctx.error("PW139", f"`{key}` of `{lit.text}` is too large", lit.span, f"at most {_MAX_SAFE_INT}")
     elif wanted == "int" and int(found.value) == 0 and key.startswith("max_"):
         yield ctx.error("PW139", f"`{key}` of 0 forbids every call", lit.span, "remove the call or allow at least 1")
 

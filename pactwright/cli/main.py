@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "explain": ("cmd_explain", "trace a clause to the artifacts that implement it"),
     "diff": ("cmd_diff", "semantic diff of two policies or bundles"),
     "ledger": ("cmd_ledger", "run a ledger program (Numscript subset)"),
+    "build": ("cmd_build", "check, compile and verify a policy into a bundle with its report"),
     "verify": ("cmd_verify", "explore a policy with the runtime and an adversarial environment"),
 }
 

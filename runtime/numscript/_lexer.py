@@ -13,13 +13,11 @@ keyword glued to more letters (`remainingto`) is one unknown word.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final, Literal, NoReturn, TypeAlias
+from typing import Final, Literal, TypeAlias
 
 from pactwright.errors import LedgerError
 
-TokenKind: TypeAlias = Literal[
-    "ACCOUNT", "VARIABLE", "ASSET", "NUMBER", "PERCENT", "WORD", "STRING", "PUNCT", "EOF"
-]
+TokenKind: TypeAlias = Literal["ACCOUNT", "VARIABLE", "ASSET", "NUMBER", "PERCENT", "WORD", "STRING", "PUNCT", "EOF"]
 
 _PUNCT: Final = frozenset("()[]{}=/*,+-!\\<>%&|")
 _SEGMENT: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
@@ -43,10 +41,10 @@ class Token:
         return "end of input" if self.kind == "EOF" else f"`{self.text}`"
 
 
-def syntax_error(line: int, column: int, message: str, *, code: str = "PW751") -> NoReturn:
-    """Raise the runtime's syntax (PW751) or unsupported-construct (PW752) error."""
+def syntax_error(line: int, column: int, message: str, *, code: str = "PW751") -> LedgerError:
+    """The runtime's syntax (PW751) or unsupported-construct (PW752) error, to raise."""
     kind = "syntax error" if code == "PW751" else "unsupported construct"
-    raise LedgerError(f"{kind} at line {line}, column {column}: {message}", code=code)
+    return LedgerError(f"{kind} at line {line}, column {column}: {message}", code=code)
 
 
 class _Scanner:
@@ -102,7 +100,7 @@ def tokenize(text: str) -> list[Token]:
 def _skip_blanks(scan: _Scanner) -> None:
     while True:
         char = scan.peek()
-        if char and char in _SPACE:
+        if char in _SPACE:
             scan.advance()
         elif char == "/" and scan.peek(1) == "/":
             while scan.peek() not in ("", "\n"):
@@ -120,12 +118,12 @@ def _skip_block_comment(scan: _Scanner) -> None:
     scan.advance(2)
     while True:
         if not scan.peek():
-            syntax_error(line, column, "unterminated block comment")
+            raise syntax_error(line, column, "unterminated block comment")
         if scan.peek() == "*" and scan.peek(1) == "/":
             scan.advance(2)
             return
         if scan.peek() == "/" and scan.peek(1) == "*":
-            syntax_error(scan.line, scan.column, "nested block comments", code="PW752")
+            raise syntax_error(scan.line, scan.column, "nested block comments are not supported", code="PW752")
         scan.advance()
 
 
@@ -134,30 +132,39 @@ def _lex_one(scan: _Scanner, char: str) -> TokenKind:
     if char == "@":
         return _lex_account(scan)
     if char == "$":
-        scan.advance()
-        if scan.peek() not in _LOWER and scan.peek() != "_":
-            syntax_error(line, column, "a variable name is `$` then `[a-z_][a-z0-9_]*`")
-        scan.take_while(_LOWER | _DIGITS | {"_"})
-        return "VARIABLE"
+        return _lex_variable(scan)
     if char in _DIGITS:
         return _lex_number(scan)
     if char in _LOWER:
         scan.take_while(_LOWER | {"_"})
         return "WORD"
     if char in _UPPER:
-        scan.take_while(_UPPER | _DIGITS)
-        if scan.peek() == "/" and scan.peek(1) in _DIGITS:
-            scan.advance()
-            scan.take_while(_DIGITS)
-        return "ASSET"
+        return _lex_asset(scan)
     if char == '"':
         return _lex_string(scan)
     if char == "#" and scan.peek(1) == "!":
-        syntax_error(line, column, "feature directives (`#!`)", code="PW752")
-    if char in _PUNCT:
+        raise syntax_error(line, column, "feature directives (`#!`) are not supported", code="PW752")
+    if char not in _PUNCT:
+        raise syntax_error(line, column, f"unexpected character `{char}`")
+    scan.advance()
+    return "PUNCT"
+
+
+def _lex_variable(scan: _Scanner) -> TokenKind:
+    line, column = scan.line, scan.column
+    scan.advance()
+    if scan.peek() not in _LOWER and scan.peek() != "_":
+        raise syntax_error(line, column, "a variable name is `$` then `[a-z_][a-z0-9_]*`")
+    scan.take_while(_LOWER | _DIGITS | {"_"})
+    return "VARIABLE"
+
+
+def _lex_asset(scan: _Scanner) -> TokenKind:
+    scan.take_while(_UPPER | _DIGITS)
+    if scan.peek() == "/" and scan.peek(1) in _DIGITS:
         scan.advance()
-        return "PUNCT"
-    syntax_error(line, column, f"unexpected character `{char}`")
+        scan.take_while(_DIGITS)
+    return "ASSET"
 
 
 def _lex_account(scan: _Scanner) -> TokenKind:
@@ -165,13 +172,13 @@ def _lex_account(scan: _Scanner) -> TokenKind:
     scan.advance()
     if not scan.take_while(_SEGMENT):
         if scan.peek() == "$":
-            syntax_error(line, column, "account interpolation", code="PW752")
-        syntax_error(line, column, "an account name is `@` then segments `[a-zA-Z0-9_-]+`")
+            raise syntax_error(line, column, "account interpolation is not supported", code="PW752")
+        raise syntax_error(line, column, "an account name is `@` then segments `[a-zA-Z0-9_-]+`")
     while scan.peek() == ":":
         if scan.peek(1) == "$":
-            syntax_error(scan.line, scan.column, "account interpolation", code="PW752")
+            raise syntax_error(scan.line, scan.column, "account interpolation is not supported", code="PW752")
         if not scan.peek(1) or scan.peek(1) not in _SEGMENT:
-            syntax_error(scan.line, scan.column, "an account segment cannot be empty")
+            raise syntax_error(scan.line, scan.column, "an account segment cannot be empty")
         scan.advance()
         scan.take_while(_SEGMENT)
     return "ACCOUNT"
@@ -180,12 +187,12 @@ def _lex_account(scan: _Scanner) -> TokenKind:
 def _lex_number(scan: _Scanner) -> TokenKind:
     scan.take_while(_DIGITS)
     if scan.peek() == "_":
-        syntax_error(scan.line, scan.column, "digit separators in numbers", code="PW752")
+        raise syntax_error(scan.line, scan.column, "digit separators in numbers are not supported", code="PW752")
     if scan.peek() == "." and scan.peek(1) in _DIGITS:
         scan.advance()
         scan.take_while(_DIGITS)
         if scan.peek() != "%":
-            syntax_error(scan.line, scan.column, "a decimal number must be a percent (`2.5%`)")
+            raise syntax_error(scan.line, scan.column, "a decimal number must be a percent (`2.5%`)")
     if scan.peek() == "%":
         scan.advance()
         return "PERCENT"
@@ -197,7 +204,7 @@ def _lex_string(scan: _Scanner) -> TokenKind:
     scan.advance()
     while scan.peek() != '"':
         if scan.peek() in ("", "\n", "\r"):
-            syntax_error(line, column, "unterminated string")
+            raise syntax_error(line, column, "unterminated string")
         scan.advance(2 if scan.peek() == "\\" and scan.peek(1) == '"' else 1)
     scan.advance()
     return "STRING"

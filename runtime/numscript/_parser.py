@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from fractions import Fraction
-from typing import Final, NoReturn
+from typing import Final
 
 from pactwright.errors import LedgerError
 
@@ -48,8 +48,8 @@ from .program import (
     Send,
     Source,
     Span,
-    Variable,
     VarDecl,
+    Variable,
     VarType,
 )
 
@@ -92,23 +92,22 @@ class _Parser:
         token = self._peek(offset)
         return token.kind == kind and (text is None or token.text == text)
 
-    def _fail(self, expected: str, token: Token | None = None) -> NoReturn:
-        found = token or self._peek()
-        raise LedgerError(
-            f"syntax error at line {found.line}, column {found.column}: "
-            f"expected {expected}, found {found.describe()}",
+    def _error(self, expected: str) -> LedgerError:
+        found = self._peek()
+        return LedgerError(
+            f"syntax error at line {found.line}, column {found.column}: expected {expected}, found {found.describe()}",
             code="PW751",
             expected=expected,
             found=found.describe(),
         )
 
-    def _unsupported(self, what: str, token: Token | None = None) -> NoReturn:
-        at = token or self._peek()
-        syntax_error(at.line, at.column, f"{what} is not supported", code="PW752")
+    def _unsupported(self, what: str) -> LedgerError:
+        at = self._peek()
+        return syntax_error(at.line, at.column, f"{what} is not supported", code="PW752")
 
     def _expect(self, kind: str, text: str | None = None, expected: str | None = None) -> Token:
         if not self._at(kind, text):
-            self._fail(expected or f"`{text}`")
+            raise self._error(expected or f"`{text}`")
         return self._next()
 
     def _word(self, text: str) -> Token:
@@ -138,23 +137,23 @@ class _Parser:
     def _var_decl(self) -> VarDecl:
         token = self._peek()
         if token.kind != "WORD":
-            self._fail("a variable type (`monetary`, `account`, `portion`, `number`) or `}`")
+            raise self._error("a variable type (`monetary`, `account`, `portion`, `number`) or `}`")
         if token.text in _UNSUPPORTED_TYPES:
-            self._unsupported(f"a variable of type `{token.text}`")
+            raise self._unsupported(f"a variable of type `{token.text}`")
         if token.text not in _VAR_TYPES:
-            self._fail("a variable type (`monetary`, `account`, `portion`, `number`)")
+            raise self._error("a variable type (`monetary`, `account`, `portion`, `number`)")
         self._next()
         name = self._expect("VARIABLE", expected="a variable name (`$name`)")
         if self._at("PUNCT", "="):
-            self._unsupported("a variable origin (`= meta(...)`, `= balance(...)`)")
+            raise self._unsupported("a variable origin (`= meta(...)`, `= balance(...)`)")
         return VarDecl(name.text[1:], _VAR_TYPES[token.text], self._span(token))
 
     def _statement(self) -> Send:
         token = self._peek()
         if token.kind == "WORD" and self._at("PUNCT", "(", offset=1):
-            self._unsupported(f"the function call `{token.text}(...)`")
+            raise self._unsupported(f"the function call `{token.text}(...)`")
         if self._at("WORD", "save"):
-            self._unsupported("the `save` statement")
+            raise self._unsupported("the `save` statement")
         send = self._word("send")
         amount = self._monetary(sending=True)
         self._punct("(")
@@ -172,14 +171,14 @@ class _Parser:
         if self._at("VARIABLE"):
             return self._variable()
         if not self._at("PUNCT", "["):
-            self._fail("a monetary (`[ASSET amount]` or `$var`)")
+            raise self._error("a monetary (`[ASSET amount]` or `$var`)")
         start = self._next()
         if self._at("VARIABLE"):
-            self._unsupported("an asset variable")
+            raise self._unsupported("an asset variable")
         asset = self._expect("ASSET", expected="an asset (`EUR/2`)")
         amount: int | Variable
         if self._at("PUNCT", "*"):
-            self._unsupported("sending all (`*`)" if sending else "`*` outside a send")
+            raise self._unsupported("sending all (`*`)" if sending else "`*` outside a send")
         if self._at("VARIABLE"):
             amount = self._variable()
         else:
@@ -191,7 +190,7 @@ class _Parser:
         try:
             return int(token.text)
         except ValueError:  # beyond Python's digit limit for int()
-            syntax_error(token.line, token.column, "number has too many digits")
+            raise syntax_error(token.line, token.column, "number has too many digits") from None
 
     def _variable(self) -> Variable:
         token = self._expect("VARIABLE", expected="a variable")
@@ -210,7 +209,8 @@ class _Parser:
         if token.kind == "PERCENT":
             self._next()
             whole, _, decimals = token.text[:-1].partition(".")
-            value = Fraction(int(whole + decimals), 100 * 10 ** len(decimals))
+            digits = self._integer(Token("NUMBER", whole + decimals, token.line, token.column))
+            value = Fraction(digits, 100 * 10 ** len(decimals))
             return PortionLiteral(value, token.text, self._span(token))
         if token.kind == "NUMBER" and self._at("PUNCT", "/", offset=1):
             self._next()
@@ -224,17 +224,17 @@ class _Parser:
                     code="PW756",
                 )
             return PortionLiteral(Fraction(num, den), f"{num}/{den}", self._span(token))
-        self._fail("a portion (`10%`, `1/3` or `$var`) or `remaining`")
+        raise self._error("a portion (`10%`, `1/3` or `$var`) or `remaining`")
 
     # -- source and destination --------------------------------------------
     def _source(self) -> Source:
         start = self._peek()
         if self._at("PUNCT", "{"):
-            self._unsupported("a source block (in-order or allotment sources)")
+            raise self._unsupported("a source block (in-order or allotment sources)")
         if self._at("WORD", "max"):
-            self._unsupported("a capped source (`max ... from`)")
+            raise self._unsupported("a capped source (`max ... from`)")
         if self._at("WORD", "oneof"):
-            self._unsupported("`oneof`")
+            raise self._unsupported("`oneof`")
         account = self._account()
         overdraft: Overdraft | None = None
         if self._at("WORD", "allowing"):
@@ -253,13 +253,13 @@ class _Parser:
 
     def _refuse_suffix(self) -> None:
         if self._at("WORD", "if"):
-            self._unsupported("a conditional (`if ... else`)")
+            raise self._unsupported("a conditional (`if ... else`)")
         if self._at("PUNCT", "\\"):
-            self._unsupported("an asset color restriction (`\\`)")
+            raise self._unsupported("an asset color restriction (`\\`)")
 
     def _destination(self) -> Destination:
         if self._at("WORD", "oneof"):
-            self._unsupported("`oneof`")
+            raise self._unsupported("`oneof`")
         if not self._at("PUNCT", "{"):
             account = self._account()
             self._refuse_suffix()
@@ -274,7 +274,7 @@ class _Parser:
 
     def _to(self) -> None:
         if self._at("WORD", "kept"):
-            self._unsupported("`kept`")
+            raise self._unsupported("`kept`")
         self._word("to")
 
     def _in_order(self, start: Token) -> InOrder:
@@ -315,9 +315,7 @@ def _check(program: Program) -> None:
     declared: dict[str, VarType] = {}
     for decl in program.variables:
         if decl.name in declared:
-            raise LedgerError(
-                f"variable `${decl.name}` is declared twice (at {decl.span})", code="PW753"
-            )
+            raise LedgerError(f"variable `${decl.name}` is declared twice (again at {decl.span})", code="PW753")
         declared[decl.name] = decl.type
     for send in program.statements:
         for variable, allowed in _variable_uses(send):
@@ -344,7 +342,8 @@ def _check(program: Program) -> None:
 def _variable_uses(send: Send) -> Iterator[tuple[Variable, tuple[VarType, ...]]]:
     """Every variable in a send, with the types its position accepts."""
     yield from _monetary_uses(send.amount)
-    yield from _account_uses(send.source.account)
+    if isinstance(send.source.account, Variable):
+        yield send.source.account, ("account",)
     if send.source.overdraft is not None and send.source.overdraft.bound is not None:
         yield from _monetary_uses(send.source.overdraft.bound)
     for block in _blocks(send.destination):
@@ -364,11 +363,6 @@ def _monetary_uses(expr: MonetaryExpr) -> Iterator[tuple[Variable, tuple[VarType
         yield expr, ("monetary",)
     elif isinstance(expr.amount, Variable):
         yield expr.amount, ("number", "monetary")
-
-
-def _account_uses(expr: AccountExpr) -> Iterator[tuple[Variable, tuple[VarType, ...]]]:
-    if isinstance(expr, Variable):
-        yield expr, ("account",)
 
 
 def _blocks(destination: Destination) -> Iterator[Destination]:

@@ -36,21 +36,21 @@ from .program import (
     Destination,
     InOrder,
     MonetaryExpr,
-    MonetaryLiteral,
     Posting,
     Program,
     Send,
-    Variable,
     VarDecl,
+    Variable,
 )
 
 __all__ = ["allot", "run_program"]
 
 WORLD: Final = "world"
 
-_ASSET: Final = r"[A-Z][A-Z0-9]*(?:/[0-9]+)?"
-_MONETARY_RE: Final = re.compile(rf"(?P<asset>{_ASSET}) (?P<amount>-?[0-9]+)")
-_ACCOUNT_RE: Final = re.compile(r"[a-zA-Z0-9_-]+(?::[a-zA-Z0-9_-]+)*")
+# Shared with cli_support, which validates balances files with the same shapes.
+ASSET_RE: Final = re.compile(r"[A-Z][A-Z0-9]*(?:/[0-9]+)?")
+ACCOUNT_RE: Final = re.compile(r"[a-zA-Z0-9_-]+(?::[a-zA-Z0-9_-]+)*")
+_MONETARY_RE: Final = re.compile(rf"(?P<asset>{ASSET_RE.pattern}) (?P<amount>-?[0-9]+)")
 _PERCENT_RE: Final = re.compile(r"(?P<whole>[0-9]+)(?:\.(?P<decimals>[0-9]+))?%")
 _FRACTION_RE: Final = re.compile(r"(?P<num>[0-9]+)[ \t\n\f\r]?/[ \t\n\f\r]?(?P<den>[0-9]+)")
 _NUMBER_RE: Final = re.compile(r"-?[0-9]+")
@@ -155,9 +155,7 @@ def _bad(name: str, value: str, expected: str) -> LedgerError:
 
 
 def _negative(name: str, value: str) -> LedgerError:
-    return LedgerError(
-        f"variable `${name}` is negative: `{_show(value)}`", code="PW753", field=name
-    )
+    return LedgerError(f"variable `${name}` is negative: `{_show(value)}`", code="PW753", field=name)
 
 
 def _to_int(name: str, digits: str) -> int:
@@ -177,7 +175,7 @@ def _parse_monetary(name: str, value: str) -> _Monetary:
 
 
 def _parse_account(name: str, value: str) -> str:
-    if _ACCOUNT_RE.fullmatch(value) is None:
+    if ACCOUNT_RE.fullmatch(value) is None:
         expected = "an account name such as `escrow:a1`"
         if value.startswith("@"):
             expected += " (without `@`)"
@@ -247,8 +245,7 @@ class _Run:
             if available < amount:
                 shown = max(available, 0)
                 raise LedgerError(
-                    f"insufficient funds: account `{source}` needs `{amount}` `{asset}` "
-                    f"but has `{shown}` available",
+                    f"insufficient funds: account `{source}` needs `{amount}` `{asset}` but has `{shown}` available",
                     code="PW754",
                     expected=str(amount),
                     found=str(shown),
@@ -257,10 +254,8 @@ class _Run:
         self._receive(send.destination, amount, asset, receivers)
         postings: list[Posting] = []
         for destination, share in receivers:
-            if postings and postings[-1].destination == destination:
-                last = postings.pop()
-                share += last.amount
-            postings.append(Posting(source, destination, share, asset))
+            merged = (share + postings.pop().amount) if _same_target(postings, destination) else share
+            postings.append(Posting(source, destination, merged, asset))
         for posting in postings:
             self._changed[(source, asset)] = self._balance(source, asset) - posting.amount
             target = (posting.destination, asset)
@@ -300,9 +295,7 @@ class _Run:
             raise _mismatch(asset, value.asset, "a cap or overdraft bound")
         return value.amount
 
-    def _receive(
-        self, dest: Destination, amount: int, asset: str, out: list[tuple[str, int]]
-    ) -> None:
+    def _receive(self, dest: Destination, amount: int, asset: str, out: list[tuple[str, int]]) -> None:
         if isinstance(dest, AccountLiteral | Variable):
             if amount != 0:
                 out.append((self._account(dest), amount))
@@ -313,9 +306,7 @@ class _Run:
         else:
             self._receive_in_order(dest, amount, asset, out)
 
-    def _receive_in_order(
-        self, dest: InOrder, amount: int, asset: str, out: list[tuple[str, int]]
-    ) -> None:
+    def _receive_in_order(self, dest: InOrder, amount: int, asset: str, out: list[tuple[str, int]]) -> None:
         # Every cap is checked before anything is taken, also caps that the
         # amount never reaches: stricter than Numscript, which skips them.
         caps = [self._in_asset(clause.cap, asset) for clause in dest.clauses]
@@ -347,10 +338,13 @@ class _Run:
         if remaining_at is not None:
             portions[remaining_at] = 1 - total
         elif total != 1:
-            raise _bad_allotment(
-                block, f"portions sum to `{_percent(total)}`, not 100%, and there is no `remaining`"
-            )
+            raise _bad_allotment(block, f"portions sum to `{_percent(total)}`, not 100%, and there is no `remaining`")
         return portions
+
+
+def _same_target(postings: list[Posting], destination: str) -> bool:
+    """Numscript merges consecutive postings to the same destination."""
+    return bool(postings) and postings[-1].destination == destination
 
 
 def _mismatch(expected: str, found: str, what: str) -> LedgerError:
