@@ -1,0 +1,178 @@
+"""`python -m pactwright.demo` (what `make demo` runs): the pipeline so far, step by step.
+
+The demo is an ordered tuple of small steps (`STEPS`) sharing one `Demo`
+context, so later stages (compile, verify, approve, activate) are one new
+function each, appended to the tuple. Every step prints what it did and what
+it shows; a step that finds something wrong raises `DemoFailure`, and the
+demo exits 1 instead of pretending. Everything it writes goes to a temporary
+directory that is removed at the end; nothing in the work tree changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pactwright import __version__
+
+# The three reference policies of the shared spec (policies/ holds more).
+REFERENCE_POLICIES = ("marketplace_milestone.pact", "support_refund.pact", "unsafe_chargeback.pact")
+
+# The blocker from the spec's EXAMPLES.md: an R4 effect called without approval.
+BAD_POLICY_NAME = "refund_without_approval.pact"
+_APPROVAL_LINE = "  approval by refund_approver not requester\n"
+
+
+class DemoFailure(Exception):
+    """A step saw something other than what the demo promises to show."""
+
+
+@dataclass
+class Demo:
+    """What the steps share: where policies are, a scratch directory, and results."""
+
+    policies: Path
+    workdir: Path
+    hashes: dict[str, str] = field(default_factory=dict)
+    out: Callable[[str], None] = print
+
+    def policy(self, name: str) -> Path:
+        return self.policies / name
+
+
+Step = Callable[[Demo], None]
+
+
+def check_reference_policies(demo: Demo) -> None:
+    """Check the three reference policies; each passes and gets a candidate hash."""
+    from pactwright.cli.cmd_check import check_file
+
+    width = max(len(f"policies/{name}") for name in REFERENCE_POLICIES)
+    for name in REFERENCE_POLICIES:
+        report, _ = check_file(str(demo.policy(name)))
+        shown = f"policies/{name}"
+        if not report.ok or report.candidate_hash is None:
+            blockers = ", ".join(sorted({d.code for d in report.diagnostics if d.is_blocker})) or report.unreadable
+            raise DemoFailure(f"{shown} should pass `check` but did not ({blockers})")
+        warnings = [d.code for d in report.diagnostics if not d.is_blocker]
+        note = f"  ({len(warnings)} warning(s): {', '.join(warnings)})" if warnings else ""
+        demo.out(f"  {shown:<{width}}  ok  {report.candidate_hash}{note}")
+        demo.hashes[name] = report.candidate_hash
+    demo.out("")
+    demo.out("  unsafe_chargeback.pact passes `check` on purpose: it is well formed; the unsafe")
+    demo.out("  part (escrow can go negative, the agreement can settle twice) is for the verifier.")
+
+
+def emit_candidate(demo: Demo) -> None:
+    """Write one candidate's canonical bytes and show that the hash is theirs."""
+    from pactwright.cli.cmd_check import check_file
+
+    name = REFERENCE_POLICIES[0]
+    _, data = check_file(str(demo.policy(name)))
+    if data is None:
+        raise DemoFailure(f"policies/{name} produced no candidate")
+    target = demo.workdir / "candidate.json"
+    target.write_bytes(data)
+    digest = "sha256:" + hashlib.sha256(target.read_bytes()).hexdigest()
+    if digest != demo.hashes.get(name):
+        raise DemoFailure(f"sha256 of the written candidate is {digest}, `check` said {demo.hashes.get(name)}")
+    demo.out(f"  pactwright check policies/{name} --emit-candidate candidate.json")
+    demo.out(f"  wrote {len(data)} bytes of RFC 8785 JSON; sha256 of the file = {digest}")
+    demo.out("  that is the hash a reviewer approves.")
+
+
+def layout_does_not_change_the_hash(demo: Demo) -> None:
+    """Comments and blank lines do not change the candidate; a clause label does."""
+    from pactwright.compiler.pipeline import check_text
+
+    name = REFERENCE_POLICIES[0]
+    text = demo.policy(name).read_text("utf-8")
+    stripped = "\n".join(line.split("#", 1)[0].rstrip() for line in text.splitlines() if line.split("#", 1)[0].strip())
+    relabelled = text.replace('clause "4.1"', 'clause "4.1a"', 1)
+    same = check_text(stripped)
+    other = check_text(relabelled)
+    if same.candidate is None or other.candidate is None:
+        raise DemoFailure("a variant of the reference policy stopped passing `check`")
+    if same.candidate.hash() != demo.hashes[name]:
+        raise DemoFailure("removing comments and blank lines changed the candidate hash")
+    if other.candidate.hash() == demo.hashes[name]:
+        raise DemoFailure("changing a clause label did not change the candidate hash")
+    demo.out(f"  without comments and blank lines: {same.candidate.hash()}  (same)")
+    demo.out(f'  with clause "4.1" relabelled "4.1a": {other.candidate.hash()}  (different)')
+
+
+def refuse_a_blocker(demo: Demo) -> None:
+    """A policy with a blocker is refused with a located diagnostic and no candidate."""
+    from pactwright.cli._render import FileReport, render_text
+    from pactwright.compiler.pipeline import check_bytes
+
+    source = demo.policy("support_refund.pact").read_text("utf-8")
+    if _APPROVAL_LINE not in source:
+        raise DemoFailure("support_refund.pact no longer has the approval line this step removes")
+    bad = demo.workdir / BAD_POLICY_NAME
+    bad.write_text(source.replace(_APPROVAL_LINE, "", 1), "utf-8")
+    demo.out(f"  wrote {bad.name}: support_refund.pact without `approval by refund_approver not requester`")
+    demo.out(f"  pactwright check {bad.name}")
+    demo.out("")
+    data = bad.read_bytes()
+    result = check_bytes(data)
+    if result.ok or result.candidate is not None:
+        raise DemoFailure(f"{bad.name} was accepted; it calls an R4 effect without an approval")
+    report = FileReport(bad.name, result.diagnostics, source=data.decode("utf-8"))
+    for line in render_text(report).splitlines():
+        demo.out(f"    {line}")
+    demo.out("")
+    codes = ", ".join(d.code for d in result.blockers)
+    demo.out(f"  refused ({codes}): no candidate, so nothing can be compiled or approved; exit code 1")
+
+
+STEPS: tuple[tuple[str, Step], ...] = (
+    ("check the reference policies", check_reference_policies),
+    ("emit a canonical candidate", emit_candidate),
+    ("the hash follows meaning, not layout", layout_does_not_change_the_hash),
+    ("a policy with a blocker is refused", refuse_a_blocker),
+)
+
+
+def find_policies() -> Path:
+    """`policies/` under the working directory, else beside the source tree."""
+    for base in (Path.cwd(), Path(__file__).resolve().parents[1]):
+        candidate = base / "policies"
+        if all((candidate / name).is_file() for name in REFERENCE_POLICIES):
+            return candidate
+    raise DemoFailure("cannot find policies/ with the reference policies; run the demo from the repository root")
+
+
+def run(steps: tuple[tuple[str, Step], ...] = STEPS, out: Callable[[str], None] = print) -> int:
+    """Run every step in order; 0 when all showed what they promise, 1 otherwise."""
+    out(f"pactwright {__version__} demo")
+    try:
+        policies = find_policies()
+    except DemoFailure as exc:
+        out(f"demo failed: {exc}")
+        return 1
+    with tempfile.TemporaryDirectory(prefix="pactwright-demo-") as scratch:
+        demo = Demo(policies=policies, workdir=Path(scratch), out=out)
+        for number, (title, step) in enumerate(steps, start=1):
+            out("")
+            out(f"[{number}/{len(steps)}] {title}")
+            try:
+                step(demo)
+            except DemoFailure as exc:
+                out(f"demo failed at step {number}: {exc}")
+                return 1
+    out("")
+    out("done. later steps will compile, verify, approve and activate these policies (README.md, Roadmap).")
+    return 0
+
+
+def main() -> None:
+    sys.exit(run())
+
+
+if __name__ == "__main__":
+    main()
