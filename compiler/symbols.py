@@ -63,6 +63,12 @@ def _add(
         table[name.name] = decl
 
 
+def _ordered(kind: str, name: str, one: Span, other: Span) -> Duplicate:
+    """A duplicate across namespaces: whichever comes later in the file is the copy."""
+    first, again = sorted((one, other), key=lambda s: (s.line, s.column))
+    return Duplicate(kind, name, first, again)
+
+
 def build_symbols(policy: ast.PolicyAst) -> Symbols:
     """Index every declaration of `policy` by kind and name."""
     sym = Symbols(policy)
@@ -102,12 +108,10 @@ def build_symbols(policy: ast.PolicyAst) -> Symbols:
     # transitions and effects, which `applied(...)` accepts alike.
     for stamp, stamp_field in sym.stamps.items():
         if stamp in sym.params:
-            sym.duplicates.append(
-                Duplicate("param or stamp", stamp, sym.params[stamp].name.span, stamp_field.name.span)
-            )
+            sym.duplicates.append(_ordered("param or stamp", stamp, sym.params[stamp].name.span, stamp_field.name.span))
     for effect, effect_decl in sym.effects.items():
         if effect in sym.transitions:
             sym.duplicates.append(
-                Duplicate("transition or effect", effect, sym.transitions[effect].name.span, effect_decl.name.span)
+                _ordered("transition or effect", effect, sym.transitions[effect].name.span, effect_decl.name.span)
             )
     return sym

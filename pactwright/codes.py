@@ -66,4 +66,25 @@ CODES: dict[str, str] = {
     "PW151": "deadline transition without a clock (warning)",
     "PW152": "ceiling below a param's upper bound (warning)",
     "PW153": "effects without an explicit `default deny` (warning)",
+    "PW199": "policy has blockers; nothing was produced",
+    # PW2xx: compile
+    "PW201": "cannot write the bundle",
+    "PW202": "no such clause in the bundle",
+    "PW210": "emitted ledger program does not parse",
+    # PW3xx: verify
+    "PW301": "unsupported model format",
+    "PW302": "model without exactly one initial state",
+    "PW303": "deadline offset that is not a fixed duration",
+    "PW304": "unknown expression operator in the model",
+    "PW305": "bundle file missing for verification",
+    "PW390": "counterexample does not replay (verifier bug)",
+    "PW391": "replay cannot evaluate an expression (verifier bug)",
+    # PW7xx: store and ledger
+    "PW751": "ledger program syntax error",
+    "PW752": "unsupported ledger construct",
+    "PW753": "bad, missing or extra ledger variable",
+    "PW754": "insufficient funds",
+    "PW755": "asset mismatch",
+    "PW756": "invalid allotment",
+    "PW757": "ledger reference reused or empty",
 }

@@ -85,9 +85,17 @@ class CompileError(PactwrightError):
 
 
 class VerifyError(PactwrightError):
-    """The verifier could not run or found an inconsistency in itself (PW3xx)."""
+    """The verifier could not run or found an inconsistency in itself (PW3xx).
+
+    PW39x are the verifier's own bugs (a counterexample that does not
+    replay): they exit 3 like any internal error, never 1 like a finding.
+    """
 
     code = "PW300"
+
+    @property
+    def exit_code(self) -> int:  # type: ignore[override]
+        return 3 if self.code.startswith("PW39") else 1
 
 
 class ActivationError(PactwrightError):

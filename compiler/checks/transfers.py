@@ -82,7 +82,7 @@ def splits(ctx: CheckContext) -> Iterator[Diagnostic]:
                 if param is not None and param.type not in ("percent", "money"):
                     yield ctx.error(
                         "PW137",
-                        f"split portion `{param.name.name}` is a {param.type}",
+                        f"split portion `{param.name.name}` is of type {param.type}",
                         portion.share.span,
                         "use a percent or money param",
                     )

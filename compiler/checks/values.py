@@ -17,6 +17,11 @@ _CURRENCY = re.compile(r"[A-Z]{3,12}")
 _MAX_SAFE_INT = 2**53 - 1
 
 
+def _a(kind: str) -> str:
+    """`a money`, `an int`: the article a kind takes in a message."""
+    return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
+
+
 @check("PW138")
 def currency_declared(ctx: CheckContext) -> Iterator[Diagnostic]:
     if not ctx.sym.currencies:
@@ -55,7 +60,7 @@ def param_values(ctx: CheckContext) -> Iterator[Diagnostic]:
             elif found.kind != param.type:
                 yield ctx.error(
                     "PW137",
-                    f"param `{param.name.name}` is a {param.type} but `{lit.text}` is a {found.kind}",
+                    f"param `{param.name.name}` is {_a(param.type)} but `{lit.text}` is {_a(found.kind)}",
                     lit.span,
                     {"percent": "write percents as `10%`", "duration": "write durations as `14d`"}.get(param.type, ""),
                 )
@@ -124,7 +129,7 @@ def _typed_value(ctx: CheckContext, key: str, lit: ast.NumberLit, scale: int) ->
     if found.kind != wanted:
         yield ctx.error(
             "PW137",
-            f"`{key}` needs a {wanted}, found {found.kind} `{lit.text}`",
+            f"`{key}` needs {_a(wanted)}, found {found.kind} `{lit.text}`",
             lit.span,
             f"e.g. `{key} {'8' if wanted == 'int' else '30s'}`",
         )

@@ -23,7 +23,7 @@ def read_policy(path: str) -> Any:
     if not result.ok:
         report = FileReport(path, result.diagnostics, source=data.decode("utf-8", errors="replace"))
         sys.stderr.write(render_text(report))
-        raise CheckError(f"`{path}` has blockers; nothing was produced", code="PW100")
+        raise CheckError(f"`{path}` has blockers; nothing was produced", code="PW199")
     return result
 
 

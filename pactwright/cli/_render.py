@@ -65,18 +65,49 @@ def diagnostic_json(diag: Diagnostic) -> dict[str, object]:
     }
 
 
+def _unreadable_json(report: FileReport) -> dict[str, object]:
+    return {
+        "code": "PW001",
+        "severity": "error",
+        "line": 0,
+        "column": 0,
+        "end_line": 0,
+        "end_column": 0,
+        "message": report.unreadable,
+        "hint": "check the path and its permissions",
+    }
+
+
 def render_json(reports: Sequence[FileReport]) -> dict[str, object]:
+    """`{"files": [...]}`; an unreadable file carries a PW001 diagnostic at line 0."""
     return {
         "files": [
             {
                 "file": r.file,
                 "ok": r.ok,
                 "candidate_hash": r.candidate_hash,
-                "diagnostics": [diagnostic_json(d) for d in r.diagnostics],
+                "diagnostics": [_unreadable_json(r)] if r.unreadable else [diagnostic_json(d) for d in r.diagnostics],
             }
             for r in reports
         ]
     }
+
+
+def artifact_uri(path: str) -> str:
+    """A repository-relative URI when the file is under the working directory.
+
+    GitHub code scanning maps results to files by relative path; an absolute
+    path outside the working directory becomes a `file://` URI.
+    """
+    from pathlib import Path
+
+    if path == "-":
+        return "stdin"
+    resolved = Path(path).resolve()
+    try:
+        return resolved.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return resolved.as_uri()
 
 
 def render_sarif(reports: Sequence[FileReport]) -> dict[str, object]:
@@ -95,7 +126,7 @@ def render_sarif(reports: Sequence[FileReport]) -> dict[str, object]:
                     "locations": [
                         {
                             "physicalLocation": {
-                                "artifactLocation": {"uri": report.file.replace("\\", "/")},
+                                "artifactLocation": {"uri": artifact_uri(report.file)},
                                 "region": {
                                     "startLine": diag.span.line,
                                     "startColumn": diag.span.column,
@@ -118,19 +149,35 @@ def render_sarif(reports: Sequence[FileReport]) -> dict[str, object]:
                     "driver": {
                         "name": "pactwright",
                         "version": __version__,
-                        "informationUri": "https://github.com/pactwright/pactwright",
                         "rules": [
                             {
                                 "id": code,
                                 "name": code,
                                 "shortDescription": {"text": CODES.get(code, code)},
-                                "helpUri": f"https://github.com/pactwright/pactwright/blob/main/docs/errors.md#{code.lower()}",
+                                "help": {"text": f"see docs/errors.md#{code.lower()}"},
+                                "defaultConfiguration": {
+                                    "level": "warning" if "(warning)" in CODES.get(code, "") else "error"
+                                },
                             }
                             for code in used
                         ],
                     }
                 },
                 "columnKind": "unicodeCodePoints",
+                "invocations": [
+                    {
+                        "executionSuccessful": not any(r.unreadable for r in reports),
+                        "toolExecutionNotifications": [
+                            {
+                                "level": "error",
+                                "message": {"text": r.unreadable},
+                                "descriptor": {"id": "PW001"},
+                            }
+                            for r in reports
+                            if r.unreadable
+                        ],
+                    }
+                ],
                 "results": results,
             }
         ],

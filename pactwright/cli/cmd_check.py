@@ -20,11 +20,11 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 def check_file(path: str) -> tuple[FileReport, bytes | None]:
-    """Check one file; returns its report and, when it passes, the candidate bytes."""
+    """Check one file (`-` is standard input); returns its report and, when it passes, the candidate bytes."""
     from pactwright.compiler.pipeline import check_bytes
 
     try:
-        data = Path(path).read_bytes()
+        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
     except OSError as exc:
         return FileReport(path, unreadable=f"cannot read `{path}`: {exc.strerror or exc}"), None
     result = check_bytes(data)
@@ -53,11 +53,15 @@ def run(args: argparse.Namespace) -> int:
             if report.unreadable:
                 sys.stderr.write(f"error[PW001]: {report.unreadable}\n")
             elif report.diagnostics:
-                (sys.stdout if report.ok else sys.stderr).write(render_text(report))
+                # Diagnostics, warnings included, go to stderr; stdout carries results.
+                sys.stderr.write(render_text(report))
             if report.ok:
                 sys.stdout.write(f"{report.file}: ok  candidate {report.candidate_hash}\n")
     if any(r.unreadable for r in reports):
         return 2
     if args.emit_candidate and candidate_bytes is not None:
-        Path(args.emit_candidate).write_bytes(candidate_bytes)
+        try:
+            Path(args.emit_candidate).write_bytes(candidate_bytes)
+        except OSError as exc:
+            raise UsageError(f"cannot write `{args.emit_candidate}`: {exc.strerror or exc}") from None
     return 0 if all(r.ok for r in reports) else 1
