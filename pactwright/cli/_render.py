@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -25,11 +26,28 @@ class FileReport:
         return self.unreadable is None and self.candidate_hash is not None
 
 
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # the parser's line ends, so carets land where spans point
+_WINDOW = 160  # columns of a long source line shown around a span
+_DETAILED = 500  # diagnostics rendered in full; the rest are counted
+
+
+def _excerpt(text: str, column: int, width: int) -> tuple[str, int, int]:
+    """A window of `text` around a span: (shown text, caret column, caret width)."""
+    if len(text) <= _WINDOW:
+        return text, column, width
+    start = max(0, column - 1 - _WINDOW // 3)
+    shown = text[start : start + _WINDOW]
+    prefix = "…" if start else ""
+    suffix = "…" if start + _WINDOW < len(text) else ""
+    caret_column = column - start + len(prefix)
+    return prefix + shown + suffix, caret_column, max(1, min(width, _WINDOW - (column - 1 - start)))
+
+
 def render_text(report: FileReport) -> str:
     """`file:line:col: error[PWnnn]: message`, the source line, a caret, `help:`."""
     lines: list[str] = []
-    source_lines = report.source.splitlines()
-    for diag in report.diagnostics:
+    source_lines = _LINE_BREAK.split(report.source)
+    for diag in report.diagnostics[:_DETAILED]:
         span = diag.span
         lines.append(f"{report.file}:{span.line}:{span.column}: {diag.severity.value}[{diag.code}]: {diag.message}")
         if 1 <= span.line <= len(source_lines):
@@ -37,13 +55,16 @@ def render_text(report: FileReport) -> str:
             gutter = " " * len(str(span.line))
             width = (span.end_column - span.column) if span.end_line == span.line else len(text) - span.column + 1
             width = max(1, min(width, max(1, len(text) - span.column + 1)))
-            caret = " " * (span.column - 1) + "^" * width
+            shown, column, width = _excerpt(text, span.column, width)
+            caret = " " * (column - 1) + "^" * width
             lines.append(f"{gutter} |")
-            lines.append(f"{span.line} | {text[:200]}")
+            lines.append(f"{span.line} | {shown}")
             lines.append(f"{gutter} | {caret}{' ' + diag.label if diag.label else ''}")
             lines.append(f"{gutter} |")
         if diag.hint:
             lines.append(f"help: {diag.hint}")
+    if len(report.diagnostics) > _DETAILED:
+        lines.append(f"... and {len(report.diagnostics) - _DETAILED} more (use --format json to see all)")
     errors = sum(1 for d in report.diagnostics if d.is_blocker)
     warnings = len(report.diagnostics) - errors
     plural = "" if errors == 1 else "s"
