@@ -119,12 +119,12 @@ def main() -> None:
 
     states = len(explored.states)
     print(f"model: {POLICY.name}, {agreements} agreements sharing platform:fees, fault budget {faults}")
+    ours_rate, hand_rate = states / ours, hand_states / hand
     print(
-        f"pactwright explorer : {states:>10,} states {explored.edges:>11,} transitions  {ours:6.2f} s  {states / ours:>10,.0f} states/s"
+        f"pactwright explorer : {states:>10,} states, {explored.edges:,} transitions, "
+        f"{ours:6.2f} s, {ours_rate:,.0f} states/s"
     )
-    print(
-        f"hand-written BFS    : {hand_states:>10,} states {'':>11}               {hand:6.2f} s  {hand_states / hand:>10,.0f} states/s"
-    )
+    print(f"hand-written BFS    : {hand_states:>10,} states, {hand:6.2f} s, {hand_rate:,.0f} states/s")
     print(f"speed relative to the hand-written baseline: {hand / ours:.2f}x (target >= 0.5x)")
     if states != hand_states:
         print(f"MISMATCH: the explorer found {states} states, the baseline {hand_states}")
