@@ -5,7 +5,8 @@ context, so later stages (compile, verify, approve, activate) are one new
 function each, appended to the tuple. Every step prints what it did and what
 it shows; a step that finds something wrong raises `DemoFailure`, and the
 demo exits 1 instead of pretending. Everything it writes goes to a temporary
-directory that is removed at the end; nothing in the work tree changes.
+directory that is removed at the end, except the bundles, which go to
+`build/` (ignored by git) so their reports can be opened afterwards.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import hashlib
 import sys
 import tempfile
 from collections.abc import Callable
+from typing import Any
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,7 +39,9 @@ class Demo:
 
     policies: Path
     workdir: Path
+    build: Path
     hashes: dict[str, str] = field(default_factory=dict)
+    bundles: dict[str, Path] = field(default_factory=dict)
     out: Callable[[str], None] = print
 
     def policy(self, name: str) -> Path:
@@ -130,11 +134,74 @@ def refuse_a_blocker(demo: Demo) -> None:
     demo.out(f"  refused ({codes}): no candidate, so nothing can be compiled or approved; exit code 1")
 
 
+def _verify_options() -> Any:
+    from pactwright.verifier.explorer import Bounds
+    from pactwright.verifier.verify import VerifyOptions
+
+    return VerifyOptions(bounds=Bounds())
+
+
+def build_reference_bundles(demo: Demo) -> None:
+    """Compile and verify the two safe reference policies into build/<name>/."""
+    from pactwright.cli._build import build_bundle
+
+    for name in REFERENCE_POLICIES[:2]:
+        target = demo.build / Path(name).stem
+        built = build_bundle(str(demo.policy(name)), str(target), _verify_options())
+        report = built.report
+        if report["verdict"] != "pass":
+            raise DemoFailure(f"{name} should verify but its report says {report['verdict']}")
+        verdicts: dict[str, int] = {}
+        for invariant in report["invariants"]:
+            verdicts[invariant["verdict"]] = verdicts.get(invariant["verdict"], 0) + 1
+        summary = ", ".join(f"{count} {verdict}" for verdict, count in sorted(verdicts.items()))
+        exploration = report["exploration"]
+        demo.out(f"  pactwright build policies/{name} -o {_shown(target)}")
+        demo.out(
+            f"    {len(built.files)} files, manifest {built.manifest_hash[:23]}…; explored {exploration['states']:,} states"
+            f" ({'exhausted' if exploration['exhausted'] else 'bounded'}); invariants: {summary}"
+        )
+        uncaught = [m for m in report["mutants"] if m["status"] == "uncaught"]
+        if uncaught:
+            demo.out(f"    {len(uncaught)} mutant(s) no invariant catches, e.g. {uncaught[0]['description']}")
+        demo.out(f"    report: {_shown(target / 'report.html')}")
+        demo.bundles[name] = target
+
+
+def refuse_the_unsafe_policy(demo: Demo) -> None:
+    """The verifier refuses unsafe_chargeback.pact with a replayed four-event counterexample."""
+    from pactwright.cli._build import build_bundle
+    from pactwright.verifier.render_text import render_summary
+
+    name = REFERENCE_POLICIES[2]
+    target = demo.build / Path(name).stem
+    built = build_bundle(str(demo.policy(name)), str(target), _verify_options())
+    report = built.report
+    commands = [e.get("command") for e in report["counterexamples"][0]["events"]] if report["counterexamples"] else []
+    if report["verdict"] != "fail" or commands != ["fund", "deliver", "release", "chargeback"]:
+        raise DemoFailure(f"{name} should be refused with fund, deliver, release, chargeback; got {commands}")
+    demo.out(f"  pactwright build policies/{name} -o {_shown(target)}")
+    demo.out("")
+    for line in render_summary(report, built.scale, _shown(target / "report.html")).splitlines():
+        demo.out(f"    {line}")
+    demo.out("")
+    demo.out("  exit code 1: `sign` will refuse this bundle because its report fails")
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
 STEPS: tuple[tuple[str, Step], ...] = (
     ("check the reference policies", check_reference_policies),
     ("emit a canonical candidate", emit_candidate),
     ("the hash follows meaning, not layout", layout_does_not_change_the_hash),
     ("a policy with a blocker is refused", refuse_a_blocker),
+    ("build and verify the reference policies", build_reference_bundles),
+    ("the verifier refuses the unsafe policy", refuse_the_unsafe_policy),
 )
 
 
@@ -147,7 +214,9 @@ def find_policies() -> Path:
     raise DemoFailure("cannot find policies/ with the reference policies; run the demo from the repository root")
 
 
-def run(steps: tuple[tuple[str, Step], ...] = STEPS, out: Callable[[str], None] = print) -> int:
+def run(
+    steps: tuple[tuple[str, Step], ...] = STEPS, out: Callable[[str], None] = print, build_dir: Path | None = None
+) -> int:
     """Run every step in order; 0 when all showed what they promise, 1 otherwise."""
     out(f"pactwright {__version__} demo")
     try:
@@ -156,7 +225,7 @@ def run(steps: tuple[tuple[str, Step], ...] = STEPS, out: Callable[[str], None] 
         out(f"demo failed: {exc}")
         return 1
     with tempfile.TemporaryDirectory(prefix="pactwright-demo-") as scratch:
-        demo = Demo(policies=policies, workdir=Path(scratch), out=out)
+        demo = Demo(policies=policies, workdir=Path(scratch), build=build_dir or Path.cwd() / "build", out=out)
         for number, (title, step) in enumerate(steps, start=1):
             out("")
             out(f"[{number}/{len(steps)}] {title}")
@@ -166,7 +235,7 @@ def run(steps: tuple[tuple[str, Step], ...] = STEPS, out: Callable[[str], None] 
                 out(f"demo failed at step {number}: {exc}")
                 return 1
     out("")
-    out("done. later steps will compile, verify, approve and activate these policies (README.md, Roadmap).")
+    out("done. bundles and reports are in build/; approve, sign and activate come next (README.md, Roadmap).")
     return 0
 
 

@@ -29,6 +29,10 @@ def _mutants(doc: Json) -> Iterator[tuple[str, str, str | None, Json]]:
             mutant = copy.deepcopy(doc)
             mutant["transitions"][index]["guard"] = None
             yield f"drop-guard:{tid}", f"drop the guard of `{tid}`", clause, mutant
+        if transition["approval"] is not None:
+            mutant = copy.deepcopy(doc)
+            mutant["transitions"][index]["approval"] = None
+            yield f"drop-approval:{tid}", f"drop the approval `{tid}` requires", clause, mutant
         for target in states:
             if target != transition["to"] and target not in transition["from"]:
                 mutant = copy.deepcopy(doc)

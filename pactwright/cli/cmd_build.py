@@ -21,29 +21,13 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pactwright.canonical import hash_bytes
-    from pactwright.cli._inputs import read_policy
-    from pactwright.compiler.bundle import compile_candidate, with_manifest, write_bundle
-    from pactwright.manifest import MANIFEST_PATH
-    from pactwright.verifier.render import report_files
+    from pactwright.cli._build import build_bundle
     from pactwright.verifier.render_text import render_summary
-    from pactwright.verifier.verify import verify_files
 
-    result = read_policy(args.file)
-    files = compile_candidate(result.candidate, result.source_map, args.file)
     options = options_from(args)
-    report = verify_files(files, options)
+    built = build_bundle(args.file, args.output, options)
     if options.progress is not None:
         sys.stderr.write("\n")
-    rendered = report_files(report)
-    files = {path: data for path, data in files.items() if path != MANIFEST_PATH} | rendered
-    bundle = with_manifest(
-        files,
-        result.candidate,
-        result.candidate.hash(),
-        report={"path": "report.json", "hash": hash_bytes(rendered["report.json"]), "verdict": report["verdict"]},
-    )
-    target = write_bundle(bundle, args.output)
-    sys.stdout.write(render_summary(report, result.candidate.currency.scale, str(target / "report.html")))
-    sys.stdout.write(f"bundle: {target}/  manifest {hash_bytes(bundle[MANIFEST_PATH])}\n")
-    return exit_code(report, args.strict)
+    sys.stdout.write(render_summary(built.report, built.scale, str(built.target / "report.html")))
+    sys.stdout.write(f"bundle: {built.target}/  manifest {built.manifest_hash}\n")
+    return exit_code(built.report, args.strict)
