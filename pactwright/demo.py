@@ -15,9 +15,9 @@ import hashlib
 import sys
 import tempfile
 from collections.abc import Callable
-from typing import Any
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pactwright import __version__
 
@@ -158,8 +158,9 @@ def build_reference_bundles(demo: Demo) -> None:
         exploration = report["exploration"]
         demo.out(f"  pactwright build policies/{name} -o {_shown(target)}")
         demo.out(
-            f"    {len(built.files)} files, manifest {built.manifest_hash[:23]}…; explored {exploration['states']:,} states"
-            f" ({'exhausted' if exploration['exhausted'] else 'bounded'}); invariants: {summary}"
+            f"    {len(built.files)} files, manifest {built.manifest_hash[:23]}…; "
+            f"explored {exploration['states']:,} states ({'exhausted' if exploration['exhausted'] else 'bounded'}); "
+            f"invariants: {summary}"
         )
         uncaught = [m for m in report["mutants"] if m["status"] == "uncaught"]
         if uncaught:
