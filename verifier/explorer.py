@@ -126,7 +126,6 @@ class ExplorationResult:
 
 def allot(amount: int, shares: list[Fraction]) -> list[int]:
     """Numscript allotment, written independently of the runtime's interpreter."""
-    parts = [int(amount * share) for share in shares]  # floor for non-negative amounts
     parts = [amount * s.numerator // s.denominator for s in shares]
     for index in range(amount - sum(parts)):
         parts[index % len(parts)] += 1
@@ -450,7 +449,9 @@ class Explorer:
                         if fault == "lost_response":
                             apply(new)
                         new[lay.phase + s] = Phase.FAILED if fault == "provider_error" else Phase.UNCERTAIN
-                        if fault == "provider_error" or ON_FAILED.get(site.strategy) is None:
+                        if ON_FAILED.get(site.strategy) is None:
+                            # The step is given up (never repeated): undo what it already did.
+                            # A strategy that retries has not failed yet, so nothing is compensated.
                             self._compensate_earlier(new, site)
                         move = Move("fault", 0, "worker", site.effect, fault=fault, site=s)
                         yield move, tuple(new), 1, None
@@ -523,7 +524,8 @@ class Explorer:
             if s >= site.index:
                 break
             other = self.model.sites[s]
-            if other.strategy == "compensate" and new[lay.happened + s] and new[lay.phase + s] in TERMINAL:
+            # Completed and not yet undone: a site already COMPENSATED is never undone twice.
+            if other.strategy == "compensate" and new[lay.happened + s] and new[lay.phase + s] == Phase.ACKNOWLEDGED:
                 new[lay.phase + s] = Phase.COMPENSATION_REQUIRED
 
     # -- invariants ----------------------------------------------------------------
