@@ -339,7 +339,8 @@ class Explorer:
                         "those re-entries were not explored"
                     )
                 continue
-            refused = False
+            # The ledger refuses a negative amount (PW753): such a command never commits.
+            refused = any(amount_fn(view) < 0 for amount_fn, _, _ in self.postings[t])
             for s in self.sites_of[t]:
                 site = self.model.sites[s]
                 amount_fn = self.site_amount[s]

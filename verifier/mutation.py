@@ -112,6 +112,8 @@ def run(doc: Json, bounds: Bounds, invariants: list[Json]) -> list[Json]:
     if results:
         for invariant in invariants:
             if invariant["verdict"] != "violated" and not invariant["builtin"] and invariant["name"] not in caught_any:
+                # A proof stays a proof; the flag still tells the reviewer no mutant could break it.
                 invariant["vacuous_suspect"] = True
-                invariant["verdict"] = "vacuous-suspect"
+                if invariant["verdict"] == "holds-to-bound":
+                    invariant["verdict"] = "vacuous-suspect"
     return results

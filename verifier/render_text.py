@@ -61,10 +61,18 @@ def render_summary(report: Json, scale: int, report_path: str | None = None) -> 
     for invariant in report["invariants"]:
         verdicts.setdefault(invariant["verdict"], []).append(invariant["name"])
     for amount in report["amounts"]:
+        witness_text = amount.get("witness_text", amount.get("witness"))
         if amount.get("verdict") == "refuted":
-            lines.append(
-                f"amount: {amount['property']} refuted with witness {amount.get('witness_text', amount.get('witness'))}"
-            )
+            lines.append(f"amount: {amount['property']} refuted with witness {witness_text}")
+        elif amount.get("verdict") == "unknown":
+            lines.append(f"amount: {amount['property']} unknown (the solver gave no answer)")
+    for invariant in report["invariants"]:
+        witness = invariant.get("amount_witness")
+        amounts = invariant.get("amounts")
+        if witness:
+            lines.append(f"amount: {invariant['name']} fails at {witness['param']} = {witness['text']} (z3, confirmed)")
+        elif isinstance(amounts, str) and amounts.startswith("proved"):
+            lines.append(f"amount: {invariant['name']} {amounts}")
     lines.append(
         f"proved: {len(verdicts.get('proved', []))}   held to bound: {len(verdicts.get('holds-to-bound', []))}   "
         f"violated: {len(verdicts.get('violated', []))}   vacuous-suspect: {len(verdicts.get('vacuous-suspect', []))}"

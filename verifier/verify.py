@@ -120,6 +120,14 @@ def verify_files(files: Mapping[str, bytes], options: VerifyOptions) -> Json:
 
         amounts = proofs.transfer_properties(model)
         proofs.upgrade(model, explorer, result, invariants)
+        # Violations only z3 found (between the sampled amounts) get a concrete
+        # counterexample too: the model is re-explored with the witness amount.
+        for name, w_explorer, w_result in proofs.witness_explorations(model, options.bounds, invariants):
+            extra, _ = counterexamples(w_explorer, w_result, table, programs)
+            entry = next(i for i in invariants if i["name"] == name)
+            if entry.get("counterexample") is None:
+                entry["counterexample"] = len(found)
+                found.extend(extra)
     mutants: list[Json] = []
     if options.mutants:
         from pactwright.verifier import mutation
