@@ -28,6 +28,13 @@ from pactwright.errors import CompileError, UsageError
 from pactwright.manifest import MANIFEST_PATH, build_manifest, manifest_bytes
 
 
+class BundleWriteError(CompileError):
+    """The output directory cannot be written: an environment problem, exit 2."""
+
+    code = "PW201"
+    exit_code = 2
+
+
 @dataclass
 class CompileState:
     """What the stages share: inputs, the transition table, and emitted files."""
@@ -112,8 +119,11 @@ def write_bundle(files: Mapping[str, bytes], out_dir: str | os.PathLike[str]) ->
     is_bundle = (target / MANIFEST_PATH).is_file()
     if target.exists() and not is_bundle and (not target.is_dir() or any(target.iterdir())):
         raise UsageError(f"`{target}` exists and is not a bundle; refusing to overwrite it")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    except OSError as exc:
+        raise BundleWriteError(f"cannot write bundle to `{target}`: {exc.strerror or exc}") from None
     try:
         for path, data in sorted(files.items()):
             dest = staging / path
@@ -130,5 +140,5 @@ def write_bundle(files: Mapping[str, bytes], out_dir: str | os.PathLike[str]) ->
             staging.rename(target)
     except OSError as exc:
         shutil.rmtree(staging, ignore_errors=True)
-        raise CompileError(f"cannot write bundle to `{target}`: {exc.strerror or exc}", code="PW201") from None
+        raise BundleWriteError(f"cannot write bundle to `{target}`: {exc.strerror or exc}") from None
     return target

@@ -1,15 +1,18 @@
 """The documentation stays true to the code.
 
 - every code in `pactwright/codes.py` has its section in docs/errors.md, with
-  the same title and an explicit `#pwNNN` anchor (SARIF's `helpUri` points
-  there), and errors.md documents no code that does not exist;
+  the same title and an explicit `#pwNNN` anchor (each SARIF rule's
+  `help.text` points there), and errors.md documents no code that does not
+  exist;
 - every `PW1xx` code the front end can emit is registered in codes.py;
 - every complete policy in a ` ```pact ` block of the docs checks as stated
   (no diagnostics, or exactly the codes named by `expect=`);
 - the candidate example in docs/candidate.md is what the code produces, and
-  every hash quoted in README.md and the pages above is a current candidate hash;
+  every hash quoted in README.md and the pages above is a current candidate
+  hash (or the manifest hash of a reference policy's compiled bundle);
 - the reserved words in docs/language.md are the grammar's keywords, and its
-  static-checks table lists every PW1xx code;
+  static-checks table lists every PW1xx check code;
+- docs/cli.md has a section for every command of the CLI;
 - relative links and anchors in README.md and docs/ resolve;
 - the README's demo runs and shows what it says.
 """
@@ -22,15 +25,20 @@ from pathlib import Path
 
 import pytest
 
+from pactwright.canonical import hash_bytes
+from pactwright.cli.main import COMMANDS
 from pactwright.codes import CODES
+from pactwright.compiler.bundle import compile_candidate
 from pactwright.compiler.parser import keywords
 from pactwright.compiler.pipeline import check_bytes, check_text
+from pactwright.manifest import MANIFEST_PATH
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
 ERRORS = DOCS / "errors.md"
 LANGUAGE = DOCS / "language.md"
 CANDIDATE = DOCS / "candidate.md"
+CLI = DOCS / "cli.md"
 MARKDOWN = [REPO / "README.md", *sorted(DOCS.glob("*.md"))]
 # The pages whose quoted hashes are all candidate hashes (other pages may quote artifact hashes).
 CANDIDATE_PAGES = [
@@ -131,12 +139,18 @@ def test_candidate_example_is_what_the_code_produces() -> None:
 
 
 def test_every_hash_quoted_in_the_docs_is_current() -> None:
-    """A digest quoted in README or the language, error, CLI and candidate pages is a current candidate hash."""
+    """A digest quoted in README or the language, error, CLI and candidate pages is current.
+
+    That is a candidate hash, or the manifest hash that `pactwright compile` prints
+    for a reference policy (cli.md shows it); anything else is a stale example.
+    """
     current: set[str] = set()
     for source in sorted((REPO / "policies").glob("*.pact")):
         result = check_bytes(source.read_bytes())
         if result.candidate is not None:
             current.add(result.candidate.hash().removeprefix("sha256:"))
+            bundle = compile_candidate(result.candidate, result.source_map, f"policies/{source.name}")
+            current.add(hash_bytes(bundle[MANIFEST_PATH]).removeprefix("sha256:"))
     for path in MARKDOWN:
         for _, _, body in _fences(path, "pact"):
             result = check_text(body)
@@ -160,14 +174,38 @@ def test_reserved_words_are_the_grammar_keywords() -> None:
     )
 
 
+# PW1xx codes that are not static checks: PW199 is how compile, build, verify and
+# diff end when a policy has blockers. It has its errors.md section like every
+# code, but no row in the static-checks table, and no check in compiler/ emits it.
+NOT_STATIC_CHECKS = {"PW199"}
+
+
 def test_static_checks_table_lists_every_parse_and_check_code() -> None:
     text = LANGUAGE.read_text("utf-8")
     table = text.split("## Static checks", 1)[1].split("\n## ", 1)[0]
     rows = dict(re.findall(r"^\| (PW1\d\d) \| (blocker|warning) \|", table, re.MULTILINE))
-    codes = {code for code in CODES if code.startswith("PW1")}
+    assert NOT_STATIC_CHECKS.issubset(CODES), "a code excluded here no longer exists in codes.py"
+    for path in sorted((REPO / "compiler").rglob("*.py")):
+        assert not NOT_STATIC_CHECKS & set(re.findall(r"\"(PW1\d\d)\"", path.read_text("utf-8"))), path
+    codes = {code for code in CODES if code.startswith("PW1")} - NOT_STATIC_CHECKS
     assert set(rows) == codes
     for code, severity in rows.items():
         assert (severity == "warning") == CODES[code].endswith("(warning)"), code
+
+
+# cli.md <-> the CLI -------------------------------------------------------------------
+
+
+def test_cli_md_documents_every_command() -> None:
+    text = CLI.read_text("utf-8")
+    sections = set(re.findall(r"^## `pactwright ([a-z]+)", text, re.MULTILINE))
+    assert sections == set(COMMANDS), (
+        f"commands without a section: {sorted(set(COMMANDS) - sections)}; "
+        f"sections for no command: {sorted(sections - set(COMMANDS))}"
+    )
+    table = text.split("\n## ", 1)[0]
+    listed = set(re.findall(r"^\| `([a-z]+)[ `]", table, re.MULTILINE))
+    assert listed == set(COMMANDS), "the command table at the top of cli.md lists every command"
 
 
 # Links -----------------------------------------------------------------------------

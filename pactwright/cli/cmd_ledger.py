@@ -28,7 +28,10 @@ def _read(path: str) -> bytes:
 def run(args: argparse.Namespace) -> int:
     from pactwright.runtime.numscript.cli_support import run_from_json
 
-    program = _read(args.program).decode("utf-8", errors="strict")
+    try:
+        program = _read(args.program).decode("utf-8", errors="strict")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"`{args.program}` is not UTF-8 text (byte {exc.start})") from None
     balances = _read(args.balances) if args.balances else None
     result = run_from_json(program, _read(args.vars), balances)
     sys.stdout.write(json.dumps(result, indent=2) + "\n")

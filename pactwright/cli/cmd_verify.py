@@ -58,11 +58,42 @@ def load_target(target: str) -> dict[str, bytes]:
                 files[item.relative_to(path).as_posix()] = item.read_bytes()
         if "model.json" not in files:
             raise UsageError(f"`{target}` is not a bundle (no model.json)")
+        check_manifest(files, target)
         return files
     from pactwright.compiler.bundle import compile_candidate
 
     result = read_policy(target)
     return compile_candidate(result.candidate, result.source_map, target)
+
+
+def check_manifest(files: dict[str, bytes], target: str) -> None:
+    """A bundle is verified only if its files are the ones its manifest lists.
+
+    Verifying a hand-edited `model.json` would produce a report about a model
+    nobody compiled; refuse instead (full activation checks are `activate`'s).
+    """
+    from pactwright.canonical import hash_bytes, load_json
+    from pactwright.errors import PactwrightError, VerifyError
+    from pactwright.manifest import MANIFEST_PATH
+
+    if MANIFEST_PATH not in files:
+        raise VerifyError(f"`{target}` has no manifest.json", code="PW306")
+    try:
+        manifest = load_json(files[MANIFEST_PATH], require_canonical=True)
+        listed = {a["path"]: a for a in manifest["artifacts"]}
+    except (PactwrightError, KeyError, TypeError) as exc:
+        raise VerifyError(f"`{target}/manifest.json` is not a valid manifest: {exc}", code="PW306") from None
+    for path, entry in sorted(listed.items()):
+        data = files.get(path)
+        if data is None:
+            raise VerifyError(f"`{path}` is listed in the manifest but missing", code="PW306")
+        if hash_bytes(data) != entry["sha256"] or len(data) != entry["size"]:
+            raise VerifyError(
+                f"`{path}` does not match the manifest",
+                code="PW306",
+                expected=f"{entry['sha256']} size {entry['size']}",
+                found=f"{hash_bytes(data)} size {len(data)}",
+            )
 
 
 def exit_code(report: dict[str, Any], strict: bool) -> int:

@@ -27,6 +27,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ledger": ("cmd_ledger", "run a ledger program (Numscript subset)"),
     "build": ("cmd_build", "check, compile and verify a policy into a bundle with its report"),
     "verify": ("cmd_verify", "explore a policy with the runtime and an adversarial environment"),
+    "activate": ("cmd_activate", "verify a signed bundle and make it the active version in the store"),
+    "bundle": ("cmd_bundle", "inspect a bundle: what it is, who approved and signed it, whether it would activate"),
+    "store": ("cmd_store", "re-verify every bundle the store holds; exit 1 on tampering"),
+    "keygen": ("cmd_keygen", "create an ed25519 key pair for approving or signing"),
+    "trust": ("cmd_trust", "edit trust.json: the keys that may approve or sign, and the threshold"),
+    "approve": ("cmd_approve", "approve one candidate hash with your key"),
+    "sign": ("cmd_sign", "sign a verified, approved bundle"),
 }
 
 
@@ -60,6 +67,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     except PactwrightError as exc:
         sys.stderr.write(f"error[{exc.code}]: {exc.message}\n")
+        if exc.expected is not None or exc.found is not None:
+            sys.stderr.write(f"  expected: {exc.expected}\n  found:    {exc.found}\n")
         if exc.hint:
             sys.stderr.write(f"help: {exc.hint}\n")
         return exc.exit_code
