@@ -46,4 +46,5 @@ clause "C" transition void: open -> voided {
 
 clause "D.1" invariant pool_never_negative: balance(pool) >= 0
 clause "D.2" invariant pool_empty_when_paid: reached(paid) implies balance(pool) == 0
-clause "D.3" invariant author_gets_a_third: reached(paid) implies balance(author) * 3 >= payout - 3
+# 33.3333% is a little less than a third: the author is owed the rounded-down share, not a third.
+clause "D.3" invariant author_gets_their_share: reached(paid) implies balance(author) >= payout * author_share

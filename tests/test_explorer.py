@@ -83,3 +83,75 @@ def test_bounds_stop_the_search_and_say_so() -> None:
     shallow = Explorer(load_model(doc), Bounds(max_depth=2)).explore()
     assert shallow.bound_hit == "max_depth"
     assert shallow.depth_reached == 2
+
+
+DEADLINES = """pact "t.deadlines" version "1"
+currency EUR scale 2
+role buyer
+clock scheduler
+param window: duration = 2d
+param grace: duration = 1d
+state open initial
+state paid
+state delivered final
+state expired final
+transition pay: open -> paid {
+  by buyer
+  stamp paid_at
+}
+transition deliver: paid -> delivered {
+  by buyer
+  stamp delivered_at
+  when now - paid_at < window
+}
+transition expire: paid -> expired {
+  by scheduler
+  when now >= paid_at + window + grace
+}
+invariant never_expires: applied(expire) == 0
+invariant delivered_in_time: reached(delivered) implies delivered_at < paid_at + window
+"""
+
+
+def _verify(text: str) -> dict:  # type: ignore[type-arg]
+    from pactwright.verifier.verify import VerifyOptions, verify_files
+
+    result = check_bytes(text.encode())
+    assert result.candidate is not None, result.diagnostics
+    files = compile_candidate(result.candidate, result.source_map, "t.pact")
+    return verify_files(files, VerifyOptions(bounds=Bounds(), proofs=False, mutants=False))
+
+
+def test_every_deadline_shape_is_reached_by_the_clock() -> None:
+    """`now >= s + a + b` and `now - s < a` are deadlines too; none may be dropped."""
+    report = _verify(DEADLINES)
+    verdicts = {i["name"]: i["verdict"] for i in report["invariants"]}
+    assert verdicts["never_expires"] == "violated"  # the clock reaches paid_at + 3d
+    cx = report["counterexamples"][0]
+    assert [e.get("command") for e in cx["events"]] == ["pay", "time passes +3d", "expire"] or [
+        e.get("command") for e in cx["events"]
+    ] == ["pay", "time passes +3d1s", "expire"]
+    assert "expire" not in report["coverage"]["transitions_never_fired"]
+
+
+def test_stamps_compared_with_each_other_keep_exact_ages() -> None:
+    """`delivered_at < paid_at + window` holds; capped ages would report it violated."""
+    report = _verify(DEADLINES)
+    verdicts = {i["name"]: i["verdict"] for i in report["invariants"]}
+    assert verdicts["delivered_in_time"] == "holds-to-bound"
+
+
+def test_a_time_comparison_the_clock_cannot_place_is_refused() -> None:
+    from pactwright.errors import VerifyError
+
+    doc = _model(next(p for p in POLICIES if p.stem == "marketplace_milestone"))
+    guard = next(t for t in doc["transitions"] if t["id"] == "auto_release")["guard"]
+    # now >= delivered_at + funded_at: two stamps and now: no single deadline.
+    guard["args"][1] = {
+        "op": "+",
+        "type": "time",
+        "args": [guard["args"][1]["args"][0], {"op": "stamp", "type": "time", "name": "funded_at"}],
+    }
+    with pytest.raises(VerifyError) as caught:
+        load_model(doc)
+    assert caught.value.code == "PW303"

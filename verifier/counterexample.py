@@ -320,6 +320,10 @@ def _balances(explorer: Explorer, blocks: list[State]) -> dict[str, str]:
 def _render_param(param: Json, value: Any, scale: int) -> str:
     if param["type"] == "money":
         return format_money(int(value), scale)
+    if param["type"] == "duration":
+        from pactwright.money import format_duration
+
+        return format_duration(int(value))
     if param["type"] == "percent":
         from pactwright.money import Percent
 

@@ -20,12 +20,13 @@ from fractions import Fraction
 from typing import Any
 
 from pactwright.expr_text import render_expr
-from pactwright.money import Percent, format_money
+from pactwright.money import Percent, format_duration, format_money
 from pactwright.verifier.expressions import ExpressionCompiler, View
 from pactwright.verifier.model import Json, Model
 from pactwright.verifier.protocol import FAULTS, ON_FAILED, ON_UNCERTAIN, TERMINAL, Phase
 
 State = tuple[int, ...]
+_UNCAPPED = 2**62
 
 
 @dataclass(frozen=True)
@@ -164,8 +165,11 @@ class Explorer:
             self.leaf_fns[inv["name"]] = [leaves[k] for k in sorted(leaves)]
         self.external = [bool(a["external"]) for a in model.accounts]
         self.final = [i in model.final for i in range(len(model.states))]
+        # Ages beyond every deadline of a stamp are all alike, so they are capped,
+        # except for stamps compared with other stamps, whose differences matter.
         self.caps = [
-            (max(model.stamp_offsets[i]) + 1) if model.stamp_offsets[i] else 1 for i in range(len(model.stamps))
+            _UNCAPPED if i in model.exact_stamps else (max(model.stamp_offsets[i]) + 1 if model.stamp_offsets[i] else 1)
+            for i in range(len(model.stamps))
         ]
         self.postings = [self._compile_postings(t) for t in model.transitions]
         self.approval_slot = {t: k for k, t in enumerate(model.approval_transitions)}
@@ -249,7 +253,8 @@ class Explorer:
             stamps=tuple(None if a < 0 else -a for a in ages),
             fired=block[lay.fired : lay.fired + lay.transitions],
             bal=block[lay.balances : lay.balances + lay.accounts],
-            sapp=tuple(block[lay.applied + i] + 0 for i in range(lay.sites)),
+            sapp=block[lay.applied : lay.applied + lay.sites],
+            comp=block[lay.compensated : lay.compensated + lay.sites],
             reached=block[lay.reached],
             approved=tuple(block[lay.tokens + i] >> 1 for i in range(lay.approvals)),
             final=self.final[block[0]],
@@ -284,7 +289,11 @@ class Explorer:
             deltas |= self.clock_deltas(block)
         for delta in sorted(deltas):
             aged = [self.aged(block, delta) for block in blocks]
-            yield Move("clock", -1, "clock", f"+{delta}s", delta=delta), self.canonical(head, aged), None
+            yield (
+                Move("clock", -1, "clock", f"+{format_duration(delta)}", delta=delta),
+                self.canonical(head, aged),
+                None,
+            )
 
     def local_moves(self, block: State) -> list[tuple[Move, State, int, str | None]]:
         """Every move of one agreement: (move, new block, faults it costs, edge violation)."""
@@ -435,6 +444,16 @@ class Explorer:
                 new[lay.happened + s] = 1
 
             if phase == Phase.PREPARED:
+                # A transition's effects run in declaration order: a call waits for
+                # the calls before it to succeed, and is cancelled if one was given up.
+                waiting, given_up = self._predecessors(block, site)
+                if given_up:
+                    new = list(block)
+                    new[lay.phase + s] = Phase.IDLE
+                    yield Move("cancel", 0, "runtime", site.effect, site=s), tuple(new), 0, None
+                    continue
+                if waiting:
+                    continue
                 new = list(block)
                 apply(new)
                 new[lay.phase + s] = Phase.ACKNOWLEDGED
@@ -516,6 +535,24 @@ class Explorer:
                     0,
                     None,
                 )
+
+    def _predecessors(self, block: State, site: Any) -> tuple[bool, bool]:
+        """(some earlier call of the same transition is still running, one was given up)."""
+        lay = self.layout
+        waiting = given_up = False
+        for s in self.sites_of[site.transition]:
+            if s >= site.index:
+                break
+            phase = block[lay.phase + s]
+            if phase in (Phase.ACKNOWLEDGED, Phase.RECONCILED_RECOVERED):
+                continue
+            if phase in (Phase.ABANDONED_UNCERTAIN, Phase.COMPENSATION_REQUIRED, Phase.COMPENSATED) or (
+                phase == Phase.FAILED and ON_FAILED[self.model.sites[s].strategy] is None
+            ):
+                given_up = True
+            else:
+                waiting = True
+        return waiting, given_up
 
     def _compensate_earlier(self, new: list[int], site: Any) -> None:
         """A later step failed: earlier effects of the same transition that

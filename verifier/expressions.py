@@ -21,7 +21,7 @@ from pactwright.verifier.model import Json, Model
 class View:
     """One agreement as expressions see it; built per state by the explorer."""
 
-    __slots__ = ("approved", "bal", "ctrl", "final", "fired", "p", "reached", "sapp", "stamps")
+    __slots__ = ("approved", "bal", "comp", "ctrl", "final", "fired", "p", "reached", "sapp", "stamps")
 
     def __init__(
         self,
@@ -34,6 +34,7 @@ class View:
         reached: int,
         approved: tuple[int, ...],
         final: bool,
+        comp: tuple[int, ...] = (),
     ) -> None:
         self.ctrl = ctrl
         self.p = p
@@ -41,6 +42,7 @@ class View:
         self.fired = fired
         self.bal = bal
         self.sapp = sapp
+        self.comp = comp  # per call site: how often its compensation effect was applied
         self.reached = reached
         self.approved = approved
         self.final = final
@@ -173,8 +175,9 @@ class ExpressionCompiler:
 
     def _op_applied(self, expr: Json) -> str:
         if expr.get("value") == "effect" or expr["name"] not in self.model.transition_index:
-            sites = self.sites_of.get(expr["name"], [])
-            return "(" + " + ".join(f"v.sapp[{i}]" for i in sites) + ")" if sites else "0"
+            terms = [f"v.sapp[{i}]" for i in self.sites_of.get(expr["name"], [])]
+            terms += [f"v.comp[{s.index}]" for s in self.model.sites if s.compensation == expr["name"]]
+            return "(" + " + ".join(terms) + ")" if terms else "0"
         return f"v.fired[{self.model.transition_index[expr['name']]}]"
 
     def _op_total(self, expr: Json) -> str:
@@ -183,6 +186,10 @@ class ExpressionCompiler:
             amount = self.model.sites[index].amount
             if amount is not None:
                 parts.append(f"v.sapp[{index}] * {self.source(amount)}")
+        for site in self.model.sites:
+            # A compensation carries the amount of the call it undoes.
+            if site.compensation == expr["name"] and site.amount is not None:
+                parts.append(f"v.comp[{site.index}] * {self.source(site.amount)}")
         return "(" + " + ".join(parts) + ")" if parts else "0"
 
     def _op_reached(self, expr: Json) -> str:

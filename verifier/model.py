@@ -62,6 +62,8 @@ class Model:
     roles: dict[str, Json]
     bounds: Json
     approval_transitions: list[int] = field(default_factory=list)
+    # Stamps compared with other stamps: their ages are never capped.
+    exact_stamps: frozenset[int] = frozenset()
 
     @property
     def state_final(self) -> list[bool]:
@@ -78,12 +80,107 @@ def _value(param: Json, text: str) -> Any:
     return text
 
 
-def _offset_seconds(offset: Json, fixed: dict[str, int]) -> int | None:
-    if offset["op"] == "lit" and offset["type"] == "duration":
-        return int(offset["value"])
-    if offset["op"] == "param" and offset["name"] in fixed:
-        return fixed[offset["name"]]
+Linear = tuple[int, dict[str, int], int]  # (coefficient of now, stamp -> coefficient, seconds)
+_COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
+
+
+def _linear(expr: Json, fixed: dict[str, int]) -> Linear | None:
+    """A time or duration expression as a linear form over `now` and stamps, or None."""
+    op = expr["op"]
+    if op == "now":
+        return (1, {}, 0)
+    if op == "stamp":
+        return (0, {expr["name"]: 1}, 0)
+    if op == "lit" and expr["type"] in ("duration", "int"):
+        return (0, {}, int(expr["value"]))
+    if op == "param" and expr["name"] in fixed:
+        return (0, {}, fixed[expr["name"]])
+    args = expr.get("args", [])
+    if op == "neg":
+        inner = _linear(args[0], fixed)
+        return None if inner is None else (-inner[0], {k: -v for k, v in inner[1].items()}, -inner[2])
+    if op in ("+", "-"):
+        left, right = _linear(args[0], fixed), _linear(args[1], fixed)
+        if left is None or right is None:
+            return None
+        sign = 1 if op == "+" else -1
+        stamps = dict(left[1])
+        for name, coef in right[1].items():
+            stamps[name] = stamps.get(name, 0) + sign * coef
+        return (left[0] + sign * right[0], {k: v for k, v in stamps.items() if v}, left[2] + sign * right[2])
+    if op == "*":
+        left, right = _linear(args[0], fixed), _linear(args[1], fixed)
+        if left is None or right is None:
+            return None
+        for scalar, other in ((left, right), (right, left)):
+            if scalar[0] == 0 and not scalar[1]:
+                k = scalar[2]
+                return (other[0] * k, {n: c * k for n, c in other[1].items()}, other[2] * k)
     return None
+
+
+def _time_comparisons(expr: Json | None) -> list[Json]:
+    """Comparisons whose operands are times or durations."""
+    if expr is None:
+        return []
+    found = []
+    args = expr.get("args", [])
+    if expr["op"] in _COMPARISONS and args and {a["type"] for a in args} & {"time", "duration"}:
+        found.append(expr)
+    for arg in args:
+        found.extend(_time_comparisons(arg))
+    return found
+
+
+def _deadlines(doc: Json, stamp_index: dict[str, int], fixed: dict[str, int]) -> tuple[dict[int, set[int]], set[int]]:
+    """Deadline offsets per stamp, and stamps compared with each other.
+
+    Every comparison of time is normalised to `now - stamp  OP  seconds` (a
+    deadline the clock must be able to reach exactly and just pass) or
+    `stamp1 - stamp2  OP  seconds` (whose stamps must keep exact ages). Any
+    other shape is refused: silently dropping a deadline would leave its
+    transition unreachable and make invariants about it pass vacuously.
+    """
+    from pactwright.expr_text import render_expr
+
+    offsets: dict[int, set[int]] = {i: set() for i in stamp_index.values()}
+    exact: set[int] = set()
+    expressions = [t["guard"] for t in doc["transitions"]] + [i["expr"] for i in doc["invariants"]]
+    for expr in expressions:
+        for comparison in _time_comparisons(expr):
+            left, right = (_linear(a, fixed) for a in comparison["args"])
+            if left is None or right is None:
+                form = None
+            else:
+                stamps = dict(left[1])
+                for name, coef in right[1].items():
+                    stamps[name] = stamps.get(name, 0) - coef
+                form = (left[0] - right[0], {k: v for k, v in stamps.items() if v}, left[2] - right[2])
+            unknown = form is not None and any(name not in stamp_index for name in form[1])
+            if form is None or unknown:
+                raise VerifyError(
+                    f"the verifier cannot place the time comparison `{render_expr(comparison)}`",
+                    code="PW303",
+                    hint="write deadlines as `now >= STAMP + DURATION` with fixed durations",
+                )
+            now, stamps, constant = form
+            if now == 0 and not stamps:
+                continue
+            if abs(now) == 1 and len(stamps) == 1 and next(iter(stamps.values())) == -now:
+                # now - stamp + constant OP 0  (up to sign): the deadline is at age -constant*sign.
+                offset = -constant * now
+                if offset > 0:
+                    offsets[stamp_index[next(iter(stamps))]].add(offset)
+                continue
+            if now == 0 and sorted(stamps.values()) == [-1, 1]:
+                exact.update(stamp_index[name] for name in stamps)
+                continue
+            raise VerifyError(
+                f"the verifier cannot place the time comparison `{render_expr(comparison)}`",
+                code="PW303",
+                hint="compare `now` with one stamp plus a fixed duration, or two stamps with each other",
+            )
+    return offsets, exact
 
 
 def load_model(doc: Json) -> Model:
@@ -99,14 +196,7 @@ def load_model(doc: Json) -> Model:
     fixed_durations = {p["name"]: int(p["fixed"]) for p in params if p["type"] == "duration" and "fixed" in p}
     stamps = sorted({s for t in transitions for s in t["stamps"]})
     stamp_index = {s: i for i, s in enumerate(stamps)}
-    offsets: dict[int, set[int]] = {i: set() for i in range(len(stamps))}
-    for deadline in doc["deadlines"]:
-        if deadline["stamp"] is None or deadline["stamp"] not in stamp_index:
-            continue
-        seconds = _offset_seconds(deadline["offset"], fixed_durations)
-        if seconds is None:
-            raise VerifyError("a deadline offset must be a fixed duration", code="PW303")
-        offsets[stamp_index[deadline["stamp"]]].add(seconds)
+    offsets, exact_stamps = _deadlines(doc, stamp_index, fixed_durations)
     sample_lists = []
     for param in params:
         if "fixed" in param:
@@ -148,6 +238,7 @@ def load_model(doc: Json) -> Model:
         stamps=stamps,
         stamp_index=stamp_index,
         stamp_offsets={i: sorted(v) for i, v in offsets.items()},
+        exact_stamps=frozenset(exact_stamps),
         params=params,
         param_index={p["name"]: i for i, p in enumerate(params)},
         param_choices=list(product(*sample_lists)),
