@@ -76,7 +76,6 @@ class Counterexample:
     events: tuple[Event, ...]
     clauses: tuple[str, ...]
     replayed: bool
-    start: str | None  # the first agreement's state before step 1
 
 
 @dataclass(frozen=True)
@@ -199,6 +198,7 @@ def _exploration(exploration: Mapping[str, Any]) -> str:
 def _invariant(invariant: Mapping[str, Any]) -> Json:
     out = dict(invariant)
     out.setdefault("description", None)
+    out.setdefault("amounts", None)
     out["meaning"] = VERDICT_MEANING.get(invariant["verdict"], "")
     number = invariant.get("counterexample")
     out["cx_number"] = number + 1 if isinstance(number, int) else None
@@ -258,7 +258,6 @@ def _counterexample(
     for index, block in enumerate(cx["params"], 1):
         text = ", ".join(f"{k} = {v}" for k, v in block.items())
         params.append(f"agreement {index}: {text}" if len(cx["params"]) > 1 else text)
-    first = next((e for e in cx["events"] if e.get("from")), None)
     return Counterexample(
         number=number,
         invariants=tuple((name, clauses.get(name)) for name in cx["invariants"]),
@@ -268,7 +267,6 @@ def _counterexample(
         events=tuple(events),
         clauses=tuple(cx["clauses"]),
         replayed=bool(cx["replayed"]),
-        start=first["from"] if first and first.get("agreement") in (None, 1) else None,
     )
 
 
