@@ -223,6 +223,21 @@ def _limits(options: VerifyOptions, result: ExplorationResult, model: Model) -> 
     return limits
 
 
-def print_progress(states: int, edges: int, depth: int) -> None:
-    sys.stderr.write(f"\r  explored {states:,} states, {edges:,} transitions, depth {depth}")
-    sys.stderr.flush()
+class TerminalProgress:
+    """Progress for a human at a terminal: states, depth and rate, on one line.
+
+    Timing lives here and on the terminal only, never in the report.
+    """
+
+    def __init__(self) -> None:
+        import time
+
+        self._clock = time.perf_counter
+        self._start = self._clock()
+
+    def __call__(self, states: int, edges: int, depth: int) -> None:
+        elapsed = max(self._clock() - self._start, 1e-9)
+        sys.stderr.write(
+            f"\r  explored {states:,} states, {edges:,} transitions, depth {depth}, {states / elapsed:,.0f} states/s"
+        )
+        sys.stderr.flush()

@@ -30,7 +30,7 @@ def add_bound_options(parser: argparse.ArgumentParser) -> None:
 def options_from(args: argparse.Namespace) -> Any:
     from pactwright.errors import UsageError
     from pactwright.verifier.explorer import Bounds
-    from pactwright.verifier.verify import VerifyOptions, print_progress
+    from pactwright.verifier.verify import TerminalProgress, VerifyOptions
 
     for name in ("faults", "agreements", "max_states", "max_depth"):
         value = getattr(args, name)
@@ -41,7 +41,7 @@ def options_from(args: argparse.Namespace) -> Any:
         bounds=Bounds(args.agreements, args.faults, args.max_depth, args.max_states),
         mutants=not args.no_mutants,
         proofs=not args.no_proofs,
-        progress=print_progress if show else None,
+        progress=TerminalProgress() if show else None,
     )
 
 
