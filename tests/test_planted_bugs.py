@@ -55,13 +55,13 @@ CASES = [
     Planted(
         "deadline_exact_instant",
         frozenset({"shipped_is_never_cancelled"}),
-        ("pay", f"time passes +{14 * DAY}s", "ship", "cancel"),
+        ("pay", "time passes +14d", "ship", "cancel"),
         "`ship` needs the stamp `paid_at` (pay) and the clock at the deadline; `cancel` must then leave `shipped`",
     ),
     Planted(
         "auto_release_from_dispute",
         frozenset({"disputes_settled_by_arbiter"}),
-        ("fund", "deliver", "dispute", f"time passes +{7 * DAY}s", "auto_release"),
+        ("fund", "deliver", "dispute", "time passes +7d", "auto_release"),
         "the dispute must open before the window closes and `auto_release` needs it closed: the clock sits between",
     ),
     Planted(
@@ -86,7 +86,7 @@ CASES = [
     Planted(
         "second_terminal_path",
         frozenset({"settles_once", "escrow_never_negative", "no_negative_internal"}),
-        ("fund", "deliver", "release", f"time passes +{10 * DAY}s", "auto_close"),
+        ("fund", "deliver", "release", "time passes +10d", "auto_close"),
         "both payouts need a delivered order (two commands), and `auto_close` waits for the clock",
     ),
     Planted(
