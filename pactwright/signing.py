@@ -58,7 +58,9 @@ def decode_b64(text: str) -> bytes | None:
         return None
 
 
-def approval_statement(*, pact_id: str, pact_version: str, candidate_hash: str, approver: str, keyid: str) -> dict[str, Any]:
+def approval_statement(
+    *, pact_id: str, pact_version: str, candidate_hash: str, approver: str, keyid: str
+) -> dict[str, Any]:
     return {
         "type": "approval",
         "pact": {"id": pact_id, "version": pact_version},
