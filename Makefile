@@ -35,6 +35,7 @@ bench: setup
 	$(PY) bench/parse_bench.py
 	$(PY) bench/compile_bench.py
 	$(PY) bench/verify_bench.py
+	$(PY) bench/activate_bench.py
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,160 @@
+"""The tiny dialect shim between one portable schema and two databases.
+
+Everything above this module writes one SQL text with `?` placeholders.
+What differs between SQLite and PostgreSQL lives here and nowhere else:
+the connection (and, for SQLite, WAL mode), the placeholder style, the
+binary column type, and how a write transaction takes the store's single
+writer lock (SQLite `BEGIN IMMEDIATE`; PostgreSQL a transaction-scoped
+advisory lock keyed by the schema, which also covers the very first
+migration, before any table exists to lock).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from pactwright.errors import UsageError
+
+_SQLITE_PREFIX = "sqlite://"
+_POSTGRES_PREFIXES = ("postgresql://", "postgres://")
+
+
+class Backend(Protocol):
+    name: str
+    blob_type: str
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> None: ...
+
+    def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
+
+    def transaction(self, *, write: bool) -> contextlib.AbstractContextManager[None]: ...
+
+    def has_table(self, name: str) -> bool: ...
+
+    def close(self) -> None: ...
+
+
+def _unreachable(url: str, why: object) -> UsageError:
+    return UsageError(
+        f"cannot open the store `{url}`: {why}",
+        code="PW700",
+        hint="pass `--store PATH` (SQLite file) or `--store postgresql://...`",
+    )
+
+
+class SQLiteBackend:
+    """The embedded default: one file, WAL journal, foreign keys on, full fsync."""
+
+    name = "sqlite"
+    blob_type = "BLOB"
+
+    def __init__(self, path: str, *, create: bool) -> None:
+        if not create and not Path(path).is_file():
+            raise _unreachable(path, "no such store file")
+        try:
+            # Autocommit mode: transactions are explicit (BEGIN IMMEDIATE for writers).
+            self._conn = sqlite3.connect(path, isolation_level=None, timeout=30)
+            mode = self._conn.execute("PRAGMA journal_mode=WAL").fetchone()
+            self._conn.execute("PRAGMA foreign_keys=ON")
+            self._conn.execute("PRAGMA synchronous=FULL")
+        except sqlite3.Error as exc:
+            raise _unreachable(path, exc) from None
+        if mode is None or str(mode[0]).lower() != "wal":
+            raise _unreachable(path, f"cannot switch the journal to WAL (got `{mode}`)")
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return [tuple(row) for row in self._conn.execute(sql, tuple(params)).fetchall()]
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        self._conn.execute(sql, tuple(params))
+
+    def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self._conn.executemany(sql, [tuple(row) for row in rows])
+
+    @contextlib.contextmanager
+    def transaction(self, *, write: bool) -> Iterator[None]:
+        self._conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        try:
+            yield
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+
+    def has_table(self, name: str) -> bool:
+        return bool(self.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)))
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class PostgresBackend:
+    """PostgreSQL through psycopg 3, for many workers and hosts; honours `search_path` in the URL."""
+
+    name = "postgresql"
+    blob_type = "BYTEA"
+
+    def __init__(self, url: str) -> None:
+        import psycopg  # lazy: a SQLite deployment never loads the driver
+
+        self._errors = psycopg.Error
+        try:
+            self._conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
+        except psycopg.Error as exc:
+            raise _unreachable(url, str(exc).strip().splitlines()[0] if str(exc).strip() else exc) from None
+
+    @staticmethod
+    def _sql(sql: str) -> str:
+        assert "%" not in sql, "portable SQL must not contain `%`"
+        return sql.replace("?", "%s")
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        rows = self._conn.execute(self._sql(sql), tuple(params)).fetchall()
+        return [tuple(bytes(v) if isinstance(v, memoryview) else v for v in row) for row in rows]
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        self._conn.execute(self._sql(sql), tuple(params))
+
+    def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        with self._conn.cursor() as cursor:  # psycopg pipelines executemany: one round trip, not one per row
+            cursor.executemany(self._sql(sql), [tuple(row) for row in rows])
+
+    @contextlib.contextmanager
+    def transaction(self, *, write: bool) -> Iterator[None]:
+        with self._conn.transaction():
+            if write:
+                # One writer per store (= per schema): activations serialize, and
+                # two first-time migrations cannot race to create the same table.
+                self._conn.execute("SELECT pg_advisory_xact_lock(hashtext('pactwright.store:' || current_schema()))")
+            yield
+
+    def has_table(self, name: str) -> bool:
+        row = self._conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,)).fetchone()
+        return bool(row and row[0])
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def connect(url: str, *, create: bool = True) -> Backend:
+    """A backend for `url`: `postgresql://...`, `sqlite:///abs/path`, or a plain file path.
+
+    With `create=False` a missing SQLite file is an error rather than a new
+    empty store (for commands that only read).
+    """
+    if url.startswith(_POSTGRES_PREFIXES):
+        return PostgresBackend(url)
+    if url.startswith(_SQLITE_PREFIX):
+        path = url[len(_SQLITE_PREFIX) :]
+        if not path.startswith("/"):
+            raise _unreachable(url, "a sqlite URL needs an absolute path (`sqlite:///var/lib/pw.db`)")
+        return SQLiteBackend(path, create=create)
+    if "://" in url:
+        raise _unreachable(url, "unsupported scheme (use `postgresql://`, `sqlite:///PATH` or a file path)")
+    return SQLiteBackend(url, create=create)

@@ -1,0 +1,122 @@
+"""Versioned schema migrations: ordered SQL, applied once, recorded in `schema_migrations`.
+
+One schema for both backends; the only substitution is `{blob}` (the
+binary column type). Applying is idempotent and runs under the store's
+writer lock in one transaction, so two processes opening a new store at
+once cannot both create it, and a half-applied migration never exists.
+A store whose recorded migrations this release does not know (a newer
+pactwright wrote it, or the history was edited) is refused, never guessed at.
+
+Times are RFC 3339 UTC text and flags are 0/1 integers: both compare and
+round-trip identically in SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pactwright.errors import StoreError
+from pactwright.runtime.store._backend import Backend
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    statements: tuple[str, ...]
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "activated bundles, activations and active versions",
+        (
+            # Every activated manifest and the files it covers, byte for byte.
+            """CREATE TABLE bundles (
+                manifest_hash TEXT PRIMARY KEY,
+                pact_id TEXT NOT NULL,
+                pact_version TEXT NOT NULL
+            )""",
+            """CREATE TABLE bundle_files (
+                manifest_hash TEXT NOT NULL REFERENCES bundles (manifest_hash),
+                path TEXT NOT NULL,
+                sha256 TEXT NOT NULL,
+                size INTEGER NOT NULL,
+                content {blob} NOT NULL,
+                PRIMARY KEY (manifest_hash, path)
+            )""",
+            # One row per activation: who authorized it (approval and
+            # signatures, verbatim), when (trusted clock), and whether it was
+            # a forced rollback, with the recorded reason.
+            """CREATE TABLE activations (
+                id INTEGER PRIMARY KEY,
+                pact_id TEXT NOT NULL,
+                pact_version TEXT NOT NULL,
+                manifest_hash TEXT NOT NULL REFERENCES bundles (manifest_hash),
+                approval_hash TEXT NOT NULL,
+                approval {blob} NOT NULL,
+                signatures_hash TEXT NOT NULL,
+                signatures {blob} NOT NULL,
+                activated_at TEXT NOT NULL,
+                forced INTEGER NOT NULL CHECK (forced IN (0, 1)),
+                reason TEXT,
+                previous_version TEXT,
+                previous_manifest_hash TEXT,
+                CHECK ((forced = 0 AND reason IS NULL) OR (forced = 1 AND reason IS NOT NULL AND reason <> ''))
+            )""",
+            "CREATE INDEX activations_by_pact ON activations (pact_id, id)",
+            # The active version per pact id.
+            """CREATE TABLE active (
+                pact_id TEXT PRIMARY KEY,
+                pact_version TEXT NOT NULL,
+                manifest_hash TEXT NOT NULL REFERENCES bundles (manifest_hash),
+                activation_id INTEGER NOT NULL REFERENCES activations (id)
+            )""",
+        ),
+    ),
+)
+LATEST = MIGRATIONS[-1].version
+TABLES = ("schema_migrations", "bundles", "bundle_files", "activations", "active")
+
+_LEDGER = "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL)"
+
+
+def applied(backend: Backend) -> dict[int, str]:
+    """version -> name of every recorded migration (empty for a new store)."""
+    if not backend.has_table("schema_migrations"):
+        return {}
+    return {int(v): str(n) for v, n in backend.query("SELECT version, name FROM schema_migrations ORDER BY version")}
+
+
+def check_known(recorded: dict[int, str]) -> None:
+    """Refuse (PW701) a store with migrations this release does not have."""
+    known = {m.version: m.name for m in MIGRATIONS}
+    for version, name in sorted(recorded.items()):
+        if known.get(version) != name:
+            raise StoreError(
+                f"the store records schema migration {version} `{name}`, which this pactwright does not have",
+                code="PW701",
+                field="schema_migrations",
+                expected=f"migrations 1..{LATEST}",
+                found=f"migration {version}",
+                hint="use the pactwright release that wrote this store, or a newer one",
+            )
+
+
+def migrate(backend: Backend) -> int:
+    """Apply every missing migration in order, in one transaction; returns how many ran."""
+    with backend.transaction(write=True):
+        backend.execute(_LEDGER)
+        recorded = applied(backend)
+        check_known(recorded)
+        ran = 0
+        for migration in MIGRATIONS:
+            if migration.version in recorded:
+                continue
+            for statement in migration.statements:
+                backend.execute(statement.format(blob=backend.blob_type))
+            backend.execute(
+                "INSERT INTO schema_migrations (version, name) VALUES (?, ?)", (migration.version, migration.name)
+            )
+            ran += 1
+    return ran

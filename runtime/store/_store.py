@@ -1,0 +1,361 @@
+"""The store: activated bundles, their activations, and the active version per pact.
+
+`Store` is persistence with integrity checks and no policy: activation
+decides *whether* a bundle may become active (`runtime.activation`) and then
+writes through a `WriteTx`, inside one transaction that holds the store's
+single writer lock. Every load re-verifies the stored bytes
+(`_integrity`), so what the runtime executes is what was activated.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pactwright.canonical import hash_bytes
+from pactwright.errors import PactwrightError, StoreError
+from pactwright.runtime.store import _integrity as integrity
+from pactwright.runtime.store._backend import Backend, connect
+from pactwright.runtime.store._migrations import TABLES, applied, check_known, migrate
+from pactwright.signing import APPROVAL_PATH, SIGNATURES_PATH
+
+
+@dataclass(frozen=True)
+class ActiveVersion:
+    pact_id: str
+    pact_version: str
+    manifest_hash: str
+    activation_id: int
+
+
+@dataclass(frozen=True)
+class ActivationRecord:
+    id: int
+    pact_id: str
+    pact_version: str
+    manifest_hash: str
+    approval_hash: str
+    signatures_hash: str
+    activated_at: str
+    forced: bool
+    reason: str | None
+    previous_version: str | None
+    previous_manifest_hash: str | None
+
+
+@dataclass(frozen=True)
+class StoredBundle:
+    """A loaded, re-verified bundle: every file (with approval and signatures) and its activation."""
+
+    pact_id: str
+    pact_version: str
+    manifest_hash: str
+    files: Mapping[str, bytes]
+    activation: ActivationRecord
+
+    def active_version(self) -> ActiveVersion:
+        return ActiveVersion(self.pact_id, self.pact_version, self.manifest_hash, self.activation.id)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem `Store.verify_all` found: the code, where, and what."""
+
+    code: str
+    message: str
+    subject: str
+
+
+_ACTIVATION_COLUMNS = (
+    "id, pact_id, pact_version, manifest_hash, approval_hash, signatures_hash, activated_at, forced, reason, "
+    "previous_version, previous_manifest_hash"
+)
+
+
+def _record(row: tuple[Any, ...]) -> ActivationRecord:
+    values = list(row)
+    values[7] = bool(values[7])
+    return ActivationRecord(*values)
+
+
+class WriteTx:
+    """Writes of one activation; exists only inside `Store.writing()`."""
+
+    def __init__(self, backend: Backend) -> None:
+        self._db = backend
+
+    def active(self, pact_id: str) -> ActiveVersion | None:
+        """The active version, its stored bundle re-verified first.
+
+        The version check compares against this; an `active` row edited to
+        an older version must not open the door to a rollback (PW707).
+        """
+        stored = _load_active(self._db, pact_id)
+        return None if stored is None else stored.active_version()
+
+    def put_bundle(self, pact_id: str, pact_version: str, manifest_hash: str, files: Mapping[str, bytes]) -> None:
+        """Store a bundle's manifest-covered files, once; a bundle stored before must still be intact."""
+        if self._db.query("SELECT 1 FROM bundles WHERE manifest_hash = ?", (manifest_hash,)):
+            rows = _file_rows(self._db, manifest_hash)
+            integrity.check_bundle_rows(manifest_hash, pact_id, pact_version, rows)
+            return
+        self._db.execute(
+            "INSERT INTO bundles (manifest_hash, pact_id, pact_version) VALUES (?, ?, ?)",
+            (manifest_hash, pact_id, pact_version),
+        )
+        self._db.execute_many(
+            "INSERT INTO bundle_files (manifest_hash, path, sha256, size, content) VALUES (?, ?, ?, ?, ?)",
+            [(manifest_hash, path, hash_bytes(data), len(data), data) for path, data in sorted(files.items())],
+        )
+
+    def record_activation(
+        self,
+        *,
+        pact_id: str,
+        pact_version: str,
+        manifest_hash: str,
+        approval: bytes,
+        signatures: bytes,
+        activated_at: str,
+        forced: bool,
+        reason: str | None,
+        previous: ActiveVersion | None,
+    ) -> int:
+        """Append the activation record and point the pact's active version at it; returns its id."""
+        # Ids are allocated under the writer lock, so MAX + 1 is race-free and portable.
+        activation_id = int(self._db.query("SELECT COALESCE(MAX(id), 0) + 1 FROM activations")[0][0])
+        self._db.execute(
+            f"INSERT INTO activations ({_ACTIVATION_COLUMNS}, approval, signatures) "  # noqa: S608 - fixed columns
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                activation_id,
+                pact_id,
+                pact_version,
+                manifest_hash,
+                hash_bytes(approval),
+                hash_bytes(signatures),
+                activated_at,
+                int(forced),
+                reason,
+                previous.pact_version if previous else None,
+                previous.manifest_hash if previous else None,
+                approval,
+                signatures,
+            ),
+        )
+        self._db.execute(
+            "INSERT INTO active (pact_id, pact_version, manifest_hash, activation_id) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (pact_id) DO UPDATE SET pact_version = excluded.pact_version, "
+            "manifest_hash = excluded.manifest_hash, activation_id = excluded.activation_id",
+            (pact_id, pact_version, manifest_hash, activation_id),
+        )
+        return activation_id
+
+
+def _activation_row(db: Backend, activation_id: int) -> tuple[dict[str, Any], bytes, bytes] | None:
+    rows = db.query(
+        f"SELECT {_ACTIVATION_COLUMNS}, approval, signatures FROM activations WHERE id = ?",  # noqa: S608
+        (activation_id,),
+    )
+    if not rows:
+        return None
+    names = [c.strip() for c in _ACTIVATION_COLUMNS.split(",")]
+    return dict(zip(names, rows[0][:-2], strict=True)), bytes(rows[0][-2]), bytes(rows[0][-1])
+
+
+def _load(db: Backend, activation_id: int, active: tuple[str, str, str] | None) -> StoredBundle:
+    """One activation's bundle, every stored byte and every cross-reference re-verified.
+
+    With `active` (pact id, version, manifest hash from the `active` row),
+    the pointer must also agree with the activation it names.
+    """
+    found = _activation_row(db, activation_id)
+    if active is not None:
+        pact_id, version, manifest_hash = active
+        integrity.check_active_row(pact_id, (version, manifest_hash, activation_id), found and found[0])
+    if found is None:
+        raise StoreError(f"there is no activation {activation_id} in the store", code="PW702")
+    activation, approval, signatures = found
+    manifest_hash = str(activation["manifest_hash"])
+    bundle = db.query("SELECT pact_id, pact_version FROM bundles WHERE manifest_hash = ?", (manifest_hash,))
+    if not bundle:
+        raise integrity.tampered("PW704", f"activation {activation_id} points at bundle {manifest_hash}, which is gone")
+    pact = (str(bundle[0][0]), str(bundle[0][1]))
+    _, files = integrity.check_bundle_rows(manifest_hash, *pact, _file_rows(db, manifest_hash))
+    integrity.check_activation_row(activation, approval, signatures, manifest_hash, pact)
+    activation["forced"] = bool(activation["forced"])
+    return StoredBundle(
+        pact_id=pact[0],
+        pact_version=pact[1],
+        manifest_hash=manifest_hash,
+        files={**files, APPROVAL_PATH: approval, SIGNATURES_PATH: signatures},
+        activation=ActivationRecord(**activation),
+    )
+
+
+def _load_active(db: Backend, pact_id: str) -> StoredBundle | None:
+    rows = db.query("SELECT pact_version, manifest_hash, activation_id FROM active WHERE pact_id = ?", (pact_id,))
+    if not rows:
+        return None
+    version, manifest_hash, activation_id = rows[0]
+    return _load(db, int(activation_id), (pact_id, str(version), str(manifest_hash)))
+
+
+def _file_rows(db: Backend, manifest_hash: str) -> list[tuple[str, str, int, bytes]]:
+    rows = db.query(
+        "SELECT path, sha256, size, content FROM bundle_files WHERE manifest_hash = ? ORDER BY path", (manifest_hash,)
+    )
+    return [(str(p), str(h), int(s), bytes(c)) for p, h, s, c in rows]
+
+
+class Store:
+    """An open store. Use `open_store(url)`; close it (or use `with`) when done."""
+
+    def __init__(self, backend: Backend) -> None:
+        self._db = backend
+
+    @property
+    def backend(self) -> str:
+        return self._db.name
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._db.close()
+
+    def schema_version(self) -> int:
+        """The highest applied migration (0 for a store never migrated)."""
+        return max(applied(self._db), default=0)
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[WriteTx]:
+        """One write transaction under the writer lock; any exception rolls all of it back."""
+        try:
+            with self._db.transaction(write=True):
+                yield WriteTx(self._db)
+        except PactwrightError:
+            raise
+        except Exception as exc:
+            if not _is_db_error(exc):
+                raise
+            raise StoreError(f"the store refused the write and rolled it back: {exc}", code="PW709") from exc
+
+    def _read(self) -> contextlib.AbstractContextManager[None]:
+        return self._db.transaction(write=False)
+
+    def active(self, pact_id: str) -> ActiveVersion | None:
+        """The active version of `pact_id` (re-verified, like every load), or None."""
+        if self.schema_version() == 0:
+            return None
+        with self._read():
+            return WriteTx(self._db).active(pact_id)
+
+    def actives(self) -> list[ActiveVersion]:
+        with self._read():
+            rows = self._db.query(
+                "SELECT pact_id, pact_version, manifest_hash, activation_id FROM active ORDER BY pact_id"
+            )
+        return [ActiveVersion(*row) for row in rows]
+
+    def history(self, pact_id: str | None = None) -> list[ActivationRecord]:
+        """Activation records, oldest first (of one pact, or all)."""
+        where, params = ("WHERE pact_id = ? ", (pact_id,)) if pact_id else ("", ())
+        with self._read():
+            rows = self._db.query(f"SELECT {_ACTIVATION_COLUMNS} FROM activations {where}ORDER BY id", params)  # noqa: S608
+        return [_record(row) for row in rows]
+
+    def load_active(self, pact_id: str) -> StoredBundle:
+        """The active bundle of `pact_id`, every stored byte re-verified (PW702-PW707)."""
+        if self.schema_version() == 0:
+            raise StoreError(f"no version of `{pact_id}` is active (the store is empty)", code="PW702")
+        with self._read():
+            stored = _load_active(self._db, pact_id)
+        if stored is None:
+            raise StoreError(f"no version of `{pact_id}` is active", code="PW702")
+        return stored
+
+    def load_activation(self, activation_id: int) -> StoredBundle:
+        """The bundle of one activation record (active or not), re-verified."""
+        with self._read():
+            return _load(self._db, activation_id, None)
+
+    def verify_all(self) -> list[Finding]:
+        """Re-verify every stored bundle, activation and active pointer; every problem, not just the first."""
+        findings: list[Finding] = []
+
+        def collect(subject: str, check: Callable[..., object], *args: Any) -> None:
+            try:
+                check(*args)
+            except StoreError as exc:
+                findings.append(Finding(exc.code, exc.message, subject))
+
+        with self._read():
+            for manifest_hash, pact_id, version in self._db.query(
+                "SELECT manifest_hash, pact_id, pact_version FROM bundles ORDER BY pact_id, manifest_hash"
+            ):
+                rows = _file_rows(self._db, manifest_hash)
+                collect(
+                    f"{pact_id} {version} bundle {manifest_hash}",
+                    integrity.check_bundle_rows,
+                    manifest_hash,
+                    pact_id,
+                    version,
+                    rows,
+                )
+            for (activation_id,) in self._db.query("SELECT id FROM activations ORDER BY id"):
+                collect(f"activation {activation_id}", _load, self._db, int(activation_id), None)
+            for pact_id, version, manifest_hash, activation_id in self._db.query(
+                "SELECT pact_id, pact_version, manifest_hash, activation_id FROM active ORDER BY pact_id"
+            ):
+                collect(
+                    f"active version of {pact_id}",
+                    _load,
+                    self._db,
+                    int(activation_id),
+                    (pact_id, version, manifest_hash),
+                )
+        return findings
+
+    def dump(self) -> dict[str, list[tuple[Any, ...]]]:
+        """Every row of every table, in a fixed order: for audits, and for tests that a refusal changed nothing."""
+        out: dict[str, list[tuple[Any, ...]]] = {}
+        with self._read():
+            for table in TABLES:
+                if not self._db.has_table(table):
+                    continue
+                rows = self._db.query(f"SELECT * FROM {table}")  # noqa: S608 - fixed table names
+                out[table] = sorted(rows, key=repr)
+        return out
+
+
+def _is_db_error(exc: Exception) -> bool:
+    """A driver error (constraint, lock, connection) rather than a bug: reported as PW709."""
+    psycopg = sys.modules.get("psycopg")
+    return isinstance(exc, sqlite3.Error) or (psycopg is not None and isinstance(exc, psycopg.Error))
+
+
+def open_store(url: str, *, migrate_schema: bool = True) -> Store:
+    """Open (and by default create and migrate) the store at `url`.
+
+    `migrate_schema=False` opens an existing store as it is, for commands
+    that only read (`store verify`): it refuses a missing SQLite file and a
+    store with an unknown migration, and reports an unmigrated one as empty.
+    """
+    backend = connect(url, create=migrate_schema)
+    try:
+        if migrate_schema:
+            migrate(backend)
+        else:
+            check_known(applied(backend))
+    except BaseException:
+        backend.close()
+        raise
+    return Store(backend)

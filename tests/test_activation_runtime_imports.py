@@ -1,0 +1,98 @@
+"""A deploy host needs no compiler: `activate` works with lark, jinja2, networkx and z3 unimportable.
+
+Each command runs in a fresh interpreter whose `sys.meta_path` starts with a
+finder that raises `ImportError` for those four packages, as if they were
+not installed. The bundle is built and signed in this (test) process, which
+may use the compiler; the child only verifies and activates it. The child
+also reports which compiler or verifier modules it loaded: none may be.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.signed_bundles import NOW, default_trust, signed, write
+
+BLOCKED = ("lark", "jinja2", "networkx", "z3")
+_CHILD = f"""
+import sys
+
+class BlockCompilerDependencies:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {BLOCKED!r}:
+            raise ImportError(f"`{{name}}` is not installed on this deploy host")
+        return None
+
+sys.meta_path.insert(0, BlockCompilerDependencies())
+if sys.argv[1] == "--import":
+    __import__(sys.argv[2])
+    raise SystemExit(0)
+from pactwright.cli.main import main
+code = main(sys.argv[1:])
+heavy = ("pactwright.compiler", "pactwright.verifier", "pactwright.templates", *{BLOCKED!r})
+print("LOADED", sorted(m for m in sys.modules if m.startswith(heavy)))
+raise SystemExit(code)
+"""
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", _CHILD, *args], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+@pytest.fixture(scope="module")
+def deploy(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    root = tmp_path_factory.mktemp("deploy")
+    (root / "trust.json").write_bytes(default_trust())
+    return {
+        "bundle": str(write(signed("1.0.0"), root / "bundle")),
+        "trust": str(root / "trust.json"),
+        "store": str(root / "store.db"),
+    }
+
+
+@pytest.mark.parametrize("module", BLOCKED)
+def test_the_blocker_really_blocks(module: str) -> None:
+    result = _run("--import", module)
+    assert result.returncode != 0
+    assert "is not installed on this deploy host" in result.stderr
+
+
+def test_activate_works_without_the_compiler_stack(deploy: dict[str, str]) -> None:
+    args = ["activate", deploy["bundle"], "--trust", deploy["trust"], "--store", deploy["store"], "--now", NOW]
+    result = _run(*args)
+    assert result.returncode == 0, result.stderr
+    assert "activated marketplace.milestone 1.0.0" in result.stdout
+    assert "LOADED []" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["store", "verify", "--store", "{store}", "--trust", "{trust}"],
+        ["bundle", "inspect", "{bundle}", "--trust", "{trust}", "--now", NOW],
+    ],
+    ids=["store-verify", "bundle-inspect"],
+)
+def test_the_other_runtime_commands_work_without_it_too(deploy: dict[str, str], command: list[str]) -> None:
+    if command[0] == "store":
+        assert (
+            _run("activate", deploy["bundle"], "--trust", deploy["trust"], "--store", deploy["store"]).returncode == 0
+        )
+    result = _run(*(part.format(**deploy) for part in command))
+    assert result.returncode == 0, result.stderr
+    assert "LOADED []" in result.stdout
+
+
+def test_a_refusal_is_reported_without_it(deploy: dict[str, str], tmp_path: Path) -> None:
+    tampered = write(signed("1.0.0"), tmp_path / "bundle")
+    (tampered / "ledger" / "fund.num").write_bytes(b"changed\n")
+    result = _run("activate", str(tampered), "--trust", deploy["trust"], "--store", str(tmp_path / "s.db"))
+    assert result.returncode == 1
+    assert result.stderr.startswith("error[PW434]: refused to activate marketplace.milestone 1.0.0")
+    assert "LOADED []" in result.stdout
