@@ -42,6 +42,8 @@ class Demo:
     build: Path
     hashes: dict[str, str] = field(default_factory=dict)
     bundles: dict[str, Path] = field(default_factory=dict)
+    store: Path = Path()
+    trust: Path = Path()
     out: Callable[[str], None] = print
 
     def policy(self, name: str) -> Path:
@@ -189,6 +191,66 @@ def refuse_the_unsafe_policy(demo: Demo) -> None:
     demo.out("  exit code 1: `sign` will refuse this bundle because its report fails")
 
 
+def _cli(demo: Demo, *args: str, expect: int = 0, show: bool = True) -> str:
+    """Run one `pactwright` command as a user would, and show what it printed."""
+    import subprocess
+
+    shown = " ".join(_shown(Path(a)) if "/" in a else a for a in args)
+    demo.out(f"  $ pactwright {shown}")
+    done = subprocess.run(
+        [sys.executable, "-m", "pactwright.cli.main", *args], capture_output=True, text=True, check=False
+    )
+    output = (done.stdout + done.stderr).rstrip()
+    if show and output:
+        for line in output.splitlines():
+            demo.out(f"    {line}")
+    if done.returncode != expect:
+        raise DemoFailure(f"`pactwright {shown}` exited {done.returncode}, expected {expect}:\n{output}")
+    return output
+
+
+def approve_sign_activate(demo: Demo) -> None:
+    """Demo keys approve, sign and activate the reference bundles into an SQLite store."""
+    keys = demo.workdir / "keys"
+    keys.mkdir()
+    trust = demo.workdir / "trust.json"
+    store = demo.build / "demo-store.sqlite"
+    for leftover in (store, store.with_name(store.name + "-wal"), store.with_name(store.name + "-shm")):
+        leftover.unlink(missing_ok=True)
+    demo.store = store
+    demo.trust = trust
+    _cli(demo, "keygen", "--out", str(keys / "alice"))
+    _cli(demo, "keygen", "--out", str(keys / "ci"))
+    _cli(demo, "trust", "add", str(keys / "alice.pub"), "--role", "approver", "--file", str(trust), show=False)
+    _cli(demo, "trust", "add", str(keys / "ci.pub"), "--role", "signer", "--file", str(trust), show=False)
+    for name, bundle in demo.bundles.items():
+        demo.out("")
+        _cli(demo, "approve", str(bundle), "--key", str(keys / "alice.key"), "--approver", "alice")
+        _cli(demo, "sign", str(bundle), "--key", str(keys / "ci.key"), "--trust", str(trust))
+        _cli(demo, "activate", str(bundle), "--trust", str(trust), "--store", str(store))
+        demo.out(f"  {name}: active in {_shown(store)}")
+
+
+def refuse_a_tampered_bundle(demo: Demo) -> None:
+    """One changed byte in a signed bundle: activation refuses and the store is unchanged."""
+    import shutil
+
+    source = demo.bundles[REFERENCE_POLICIES[0]]
+    tampered = demo.workdir / "tampered"
+    shutil.copytree(source, tampered)
+    program = tampered / "ledger" / "release.num"
+    data = bytearray(program.read_bytes())
+    index = data.index(b"10%")
+    data[index : index + 3] = b"90%"
+    program.write_bytes(bytes(data))
+    demo.out("  changed `10% to @platform:fees` into `90% to @platform:fees` in ledger/release.num")
+    before = demo.store.read_bytes()
+    _cli(demo, "activate", str(tampered), "--trust", str(demo.trust), "--store", str(demo.store), expect=1)
+    if demo.store.read_bytes() != before:
+        raise DemoFailure("the refused activation changed the store file")
+    demo.out("  the store file is byte-for-byte what it was")
+
+
 def _shown(path: Path) -> str:
     try:
         return str(path.relative_to(Path.cwd()))
@@ -203,6 +265,8 @@ STEPS: tuple[tuple[str, Step], ...] = (
     ("a policy with a blocker is refused", refuse_a_blocker),
     ("build and verify the reference policies", build_reference_bundles),
     ("the verifier refuses the unsafe policy", refuse_the_unsafe_policy),
+    ("approve, sign and activate", approve_sign_activate),
+    ("a tampered bundle is refused at activation", refuse_a_tampered_bundle),
 )
 
 
@@ -236,7 +300,7 @@ def run(
                 out(f"demo failed at step {number}: {exc}")
                 return 1
     out("")
-    out("done. bundles and reports are in build/; approve, sign and activate come next (README.md, Roadmap).")
+    out("done. bundles and reports are in build/, the activated store in build/demo-store.sqlite.")
     return 0
 
 
