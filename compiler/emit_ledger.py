@@ -30,9 +30,9 @@ def _environment() -> jinja2.Environment:
     )
 
 
-def _account_ref(name: str, accounts: dict[str, Json], *, source: bool) -> str:
+def _account_ref(name: str, accounts: dict[str, Json], variables: dict[str, str], *, source: bool) -> str:
     account = accounts[name]
-    ref = f"$account_{name}" if account["placeholders"] else f"@{account['address']}"
+    ref = f"${variables[name]}" if account["placeholders"] else f"@{account['address']}"
     if source and account["external"] and ref != "@world":
         ref += " allowing unbounded overdraft"
     return ref
@@ -59,6 +59,8 @@ def render_program(table: Json, transition: Json) -> str:
     """The Numscript source of one transition's postings."""
     asset = table["currency"]["asset"]
     accounts = {a["name"]: a for a in table["accounts"]}
+    # Account -> the variable the transition table gave it (see `lower.account_var`).
+    variables = {v["from"]["account"]: v["name"] for v in transition["ledger"]["vars"] if v["type"] == "account"}
     sends: list[dict[str, Any]] = []
     for posting in transition["postings"]:
         rule = posting["rule"]
@@ -66,10 +68,12 @@ def render_program(table: Json, transition: Json) -> str:
             {
                 "index": posting["index"],
                 "amount": _amount_ref(posting, asset),
-                "source": _account_ref(posting["source"], accounts, source=True),
-                "single": _account_ref(rule["to"], accounts, source=False) if rule["kind"] == "single" else None,
+                "source": _account_ref(posting["source"], accounts, variables, source=True),
+                "single": (
+                    _account_ref(rule["to"], accounts, variables, source=False) if rule["kind"] == "single" else None
+                ),
                 "portions": [
-                    {"share": _portion_ref(p, asset), "to": _account_ref(p["to"], accounts, source=False)}
+                    {"share": _portion_ref(p, asset), "to": _account_ref(p["to"], accounts, variables, source=False)}
                     for p in rule.get("portions", [])
                 ],
             }

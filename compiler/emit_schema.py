@@ -7,6 +7,7 @@ cannot drift apart. Money travels as a decimal string of minor units.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
@@ -36,20 +37,36 @@ def _literal(values: list[str]) -> Any:
 
 
 def _param_field(param: Json) -> tuple[Any, Any]:
+    # The field gets a neutral Python name and the param's name as its alias:
+    # a param may be called `model_config`, `schema` or `json`, which pydantic
+    # reserves or would shadow.
+    alias = param["name"]
     if param["type"] == "money":
         description = f"minor units, {param['min']} to {param['max']} inclusive"
-        return (str | None, Field(default=None, pattern=_MINOR_UNITS, description=description))
+        return (str | None, Field(default=None, alias=alias, pattern=_MINOR_UNITS, description=description))
     if param["type"] == "percent":
-        return (str | None, Field(default=None, pattern=_PERCENT, description=f"{param['min']}% to {param['max']}%"))
+        description = f"{param['min']}% to {param['max']}%"
+        return (str | None, Field(default=None, alias=alias, pattern=_PERCENT, description=description))
     if param.get("options"):
-        return (_literal(param["options"]) | None, Field(default=None))
+        return (_literal(param["options"]) | None, Field(default=None, alias=alias))
     pattern = param.get("pattern")
-    return (str | None, Field(default=None, pattern=f"^(?:{pattern})$" if pattern else None))
+    return (str | None, Field(default=None, alias=alias, pattern=anchored_pattern(pattern) if pattern else None))
+
+
+def anchored_pattern(pattern: str) -> str:
+    """A `text matching` pattern as the schema states it: the whole value must match."""
+    return f"^(?:{pattern})$"
 
 
 def model_name(prefix: str, name: str) -> str:
-    """`CommandAutoRelease` for prefix `Command` and transition `auto_release`."""
-    return prefix + "".join(part.capitalize() for part in name.split("_"))
+    """`CommandAutoRelease` for prefix `Command` and transition `auto_release`.
+
+    One-to-one on names: an `_` is dropped only before a letter, which is
+    upper-cased, so `a_1` (`CommandA_1`) and `a1` (`CommandA1`), or `a__b`
+    and `a_b`, keep definitions of their own. Names are lower-case, so each
+    upper-case letter marks exactly one dropped `_`.
+    """
+    return prefix + re.sub(r"_([a-z])", lambda m: m.group(1).upper(), name[:1].upper() + name[1:])
 
 
 def build_event_schema(table: Json) -> Json:
@@ -59,7 +76,7 @@ def build_event_schema(table: Json) -> Json:
     params_model = create_model(  # type: ignore[call-overload]
         "Params",
         __base__=_Closed,
-        **{p["name"]: _param_field(p) for p in per_agreement},
+        **{f"param_{index}": _param_field(p) for index, p in enumerate(per_agreement)},
     )
     actor_model = create_model(
         "Actor",

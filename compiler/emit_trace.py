@@ -23,7 +23,9 @@ def posting_lines(program: str) -> list[tuple[int, int]]:
     """1-based inclusive line ranges of each `send` block, in posting order."""
     ranges: list[tuple[int, int]] = []
     start: int | None = None
-    for number, line in enumerate(program.splitlines(), start=1):
+    # Lines end at `\n` only, as both Numscript parsers count them; `splitlines`
+    # would also break at \v, \f and \x1c-\x1e, which a clause label may hold.
+    for number, line in enumerate(program.split("\n"), start=1):
         if line.startswith("send "):
             start = number
         elif line == ")" and start is not None:
@@ -101,4 +103,5 @@ def build_trace(table: Json, source_map: SourceMap, source_name: str, programs: 
 
 def _clause_order(label: str) -> tuple[tuple[int, int | str], ...]:
     """Natural order: 2 < 4.1 < 4.2 < 10; non-numeric parts sort after numbers."""
-    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in label.split("."))
+    # ASCII digits only: `"²".isdigit()` is true but `int("²")` raises.
+    return tuple((0, int(part)) if part.isascii() and part.isdigit() else (1, part) for part in label.split("."))

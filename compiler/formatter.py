@@ -95,7 +95,7 @@ def _currency_scale(policy: ast.PolicyAst) -> int | None:
     for decl in policy.decls:
         if isinstance(decl, ast.CurrencyDecl):
             text = decl.scale.text
-            return int(text) if text.isdigit() and int(text) <= MAX_SCALE else None
+            return int(text) if _scale_ok(text) else None
     return None
 
 
@@ -127,7 +127,12 @@ class _Literals:
         return self.number(text)
 
     def scale_text(self, text: str) -> str:
-        return str(int(text)) if text.isdigit() else text
+        return str(int(text)) if _scale_ok(text) else text
+
+
+def _scale_ok(text: str) -> bool:
+    """A scale the checks accept (`compiler/checks/values.py`); never `int()` of a huge digit run."""
+    return text.isdigit() and len(text) <= 3 and int(text) <= MAX_SCALE
 
 
 def _quote(value: str) -> str:

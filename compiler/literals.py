@@ -92,6 +92,13 @@ def money_value(text: str, scale: int) -> int | LiteralProblem:
     if found.kind == "money":
         return int(found.value)
     if found.kind == "int":
+        if len(found.value) + scale > MAX_DIGITS:
+            # The same limit as `12.00`: `fmt` writes this amount with its decimals.
+            return LiteralProblem(
+                "PW104",
+                f"malformed number `{_shown(text)}`: more than {MAX_DIGITS} digits as money",
+                f"an amount has at most {MAX_DIGITS} digits, its {scale} decimals included",
+            )
         return int(found.value) * 10**scale
     return LiteralProblem(
         "PW137", f"expected a money amount, found {found.kind} `{_shown(text)}`", "write money as `12.50`"

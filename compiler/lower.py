@@ -45,13 +45,29 @@ def _portion_share(percent: str) -> str:
     return f"{value.numerator}/{value.denominator}"
 
 
-def _amount_source(amount: Expr, index: int) -> Json:
+def _generated(name: str, params: dict[str, Param]) -> str:
+    """A variable name the compiler makes up, kept apart from the params' own.
+
+    A param's variable is the param's name, so a param called `transfer_0`
+    or `account_escrow` would share a variable with a transfer's amount or an
+    account. No param name starts with `_` (names are `[a-z][a-z0-9_]*`), so
+    the generated name takes one exactly when a param already has it.
+    """
+    return f"_{name}" if name in params else name
+
+
+def _amount_source(amount: Expr, index: int, params: dict[str, Param]) -> Json:
     """How the runtime obtains a transfer's amount: a literal, a param, or an expression."""
     if amount.op == "lit" and amount.value is not None:
         return {"kind": "literal", "minor": amount.value}
     if amount.op == "param" and amount.name is not None:
         return {"kind": "param", "param": amount.name, "var": amount.name}
-    return {"kind": "expr", "expr": expr_json(amount), "var": f"transfer_{index}"}
+    return {"kind": "expr", "expr": expr_json(amount), "var": _generated(f"transfer_{index}", params)}
+
+
+def account_var(name: str, params: dict[str, Param]) -> str:
+    """The ledger program's variable for an account whose address has placeholders."""
+    return _generated(f"account_{name}", params)
 
 
 def _posting(transfer: Transfer, index: int, params: dict[str, Param]) -> Json:
@@ -80,7 +96,7 @@ def _posting(transfer: Transfer, index: int, params: dict[str, Param]) -> Json:
     return {
         "index": index,
         "amount": expr_json(transfer.amount),
-        "amount_source": _amount_source(transfer.amount, index),
+        "amount_source": _amount_source(transfer.amount, index, params),
         "source": transfer.source,
         "rule": rule,
     }
@@ -109,6 +125,7 @@ def _effect_json(effect: Effect) -> Json:
 def _ledger_vars(transition: Transition, postings: list[Json], candidate: Candidate) -> list[Json]:
     """The variables of a transition's ledger program, in a fixed order."""
     accounts = {a.name: a for a in candidate.accounts}
+    params = {p.name: p for p in candidate.params}
     out: dict[str, Json] = {}
     for posting in postings:
         source = posting["amount_source"]
@@ -119,10 +136,8 @@ def _ledger_vars(transition: Transition, postings: list[Json], candidate: Candid
             involved.append(posting["rule"]["to"])
         for name in involved:
             if _PLACEHOLDER.search(accounts[name].address):
-                out.setdefault(
-                    f"account_{name}",
-                    {"name": f"account_{name}", "type": "account", "from": {"kind": "account", "account": name}},
-                )
+                var = account_var(name, params)
+                out.setdefault(var, {"name": var, "type": "account", "from": {"kind": "account", "account": name}})
         for portion in posting["rule"].get("portions", []):
             if "param" in portion:
                 kind = "portion" if portion["kind"] == "percent" else "monetary"

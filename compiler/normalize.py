@@ -187,7 +187,8 @@ def normalize(ctx: CheckContext) -> tuple[Candidate, SourceMap]:
             kind = {"ceiling": "money", "max_active_time": "duration"}.get(item.key, "int")
             text = _value(item.value, kind, scale)
             items[item.key] = text if kind == "money" else int(text)
-        budget = Budget.model_validate(items)
+        # `budget { }` sets no limit: it means what no budget means.
+        budget = Budget.model_validate(items) if items else None
     invariants: list[Invariant] = []
     for name, inv in sym.invariants.items():
         spans[f"invariant:{name}"] = inv.span

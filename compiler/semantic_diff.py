@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from pactwright.expr_text import render_expr
+from pactwright.money import format_duration, format_money
 
 Json = dict[str, Any]
 
@@ -21,19 +22,55 @@ def _key(section: str, item: Json) -> str:
     return str(item["risk"] if section == "rules" else item["name"])
 
 
-def _describe(section: str, field: str, value: Any, scale: int) -> str:
-    """A reviewer-readable rendering of one field's value."""
+def _describe(section: str, field: str, value: Any, scale: int, item: Json | None = None) -> str:
+    """A reviewer-readable rendering of one field's value.
+
+    Amounts are shown in currency units at the scale of the side they come
+    from (the candidate keeps minor units: `150` at scale 2 is `1.50`),
+    percents with `%` and durations as `1d12h`.
+    """
     if value is None:
         return "none"
     if field in ("guard", "expr", "amount") and isinstance(value, dict):
         return render_expr(value, scale)
     if field == "transfers":
         return "; ".join(_transfer(t, scale) for t in value) or "none"
+    kind = _kind(section, field, item)
+    if kind is not None and isinstance(value, str | int) and not isinstance(value, bool):
+        return _value(kind, value, scale)
+    if field == "egress" and isinstance(value, list):
+        return ", ".join(f"{e.get('method')} {e.get('url')}" for e in value if isinstance(e, dict)) or "none"
+    if field == "strategy" and isinstance(value, dict):
+        kind_text = str(value.get("kind"))
+        return f"{kind_text} with {value['compensation']}" if value.get("compensation") else kind_text
     if isinstance(value, list):
         return ", ".join(str(v) for v in value) or "none"
     if isinstance(value, dict):
-        return ", ".join(f"{k}={v}" for k, v in sorted(value.items()))
+        return ", ".join(f"{k}={_describe(field, k, v, scale)}" for k, v in sorted(value.items()))
     return str(value)
+
+
+def _kind(section: str, field: str, item: Json | None) -> str | None:
+    """`money`, `percent` or `duration` when the field holds such a value."""
+    if section == "params" and field in ("min", "max", "value") and item is not None:
+        kind = item.get("type")
+        return kind if kind in ("money", "percent", "duration") else None
+    if section in ("effects", "budget") and field == "ceiling":
+        return "money"
+    if (section, field) in (("effects", "timeout"), ("budget", "max_active_time")):
+        return "duration"
+    return None
+
+
+def _value(kind: str, value: str | int, scale: int) -> str:
+    try:
+        if kind == "money":
+            return format_money(int(value), scale)
+        if kind == "duration":
+            return format_duration(int(value))
+    except ValueError:
+        return str(value)
+    return f"{value}%"
 
 
 def _transfer(transfer: Json, scale: int) -> str:
@@ -42,17 +79,21 @@ def _transfer(transfer: Json, scale: int) -> str:
         return f"{head} to {transfer['destination']}"
     parts = []
     for portion in transfer.get("portions", []):
-        share = portion.get("value") or portion.get("param") or ""
-        if portion["kind"] == "percent" and portion.get("value"):
-            share += "%"
-        parts.append(f"{share or 'remaining'} to {portion['to']}")
+        if portion["kind"] == "remaining":
+            share = "remaining"
+        elif portion.get("param"):
+            share = str(portion["param"])
+        else:
+            share = _value("percent" if portion["kind"] == "percent" else "money", portion.get("value", ""), scale)
+        parts.append(f"{share} to {portion['to']}")
     return f"{head} {{ {', '.join(parts)} }}"
 
 
 def semantic_diff(old: Json, new: Json) -> Json:
     """Changes from `old` to `new` candidate JSON, grouped by section."""
     changes: list[Json] = []
-    scale = int(new.get("currency", {}).get("scale", 2))
+    # Each side's amounts are read at that side's scale.
+    old_scale, new_scale = _scale(old), _scale(new)
     for field in ("pact", "currency", "budget", "default"):
         if old.get(field) != new.get(field):
             changes.append(
@@ -64,8 +105,8 @@ def semantic_diff(old: Json, new: Json) -> Json:
                     "fields": [
                         {
                             "field": field,
-                            "old": _describe("policy", field, old.get(field), scale),
-                            "new": _describe("policy", field, new.get(field), scale),
+                            "old": _describe("policy", field, old.get(field), old_scale),
+                            "new": _describe("policy", field, new.get(field), new_scale),
                         }
                     ],
                 }
@@ -88,15 +129,15 @@ def semantic_diff(old: Json, new: Json) -> Json:
                         "change": "added" if a is None else "removed",
                         "clause": clause,
                         "fields": [],
-                        "summary": _summary(section, present, scale),
+                        "summary": _summary(section, present, new_scale if a is None else old_scale),
                     }
                 )
                 continue
             fields = [
                 {
                     "field": f,
-                    "old": _describe(section, f, a.get(f), scale),
-                    "new": _describe(section, f, b.get(f), scale),
+                    "old": _describe(section, f, a.get(f), old_scale, a),
+                    "new": _describe(section, f, b.get(f), new_scale, b),
                 }
                 for f in sorted(a.keys() | b.keys())
                 if f != "name" and a.get(f) != b.get(f)
@@ -109,6 +150,11 @@ def semantic_diff(old: Json, new: Json) -> Json:
     }
 
 
+def _scale(candidate: Json) -> int:
+    scale = candidate.get("currency", {}).get("scale", 2)
+    return scale if isinstance(scale, int) and not isinstance(scale, bool) else 2
+
+
 def _summary(section: str, item: Json, scale: int) -> str:
     if section == "transitions":
         text = f"{', '.join(item['sources'])} -> {item['target']} by {', '.join(item['roles'])}"
@@ -116,12 +162,17 @@ def _summary(section: str, item: Json, scale: int) -> str:
             text += f" when {render_expr(item['guard'], scale)}"
         if item.get("transfers"):
             text += f"; transfer {_describe(section, 'transfers', item['transfers'], scale)}"
+        if item.get("stamps"):
+            text += f"; stamp {', '.join(item['stamps'])}"
         if item.get("calls"):
             text += f"; call {', '.join(item['calls'])}"
+        approval = item.get("approval")
+        if isinstance(approval, dict):
+            text += f"; approval by {approval.get('role')}{' not requester' if approval.get('not_requester') else ''}"
         return text
     if section == "invariants":
         return render_expr(item["expr"], scale)
-    return ", ".join(f"{k}={_describe(section, k, v, scale)}" for k, v in sorted(item.items()) if k != "name")
+    return ", ".join(f"{k}={_describe(section, k, v, scale, item)}" for k, v in sorted(item.items()) if k != "name")
 
 
 def render_diff_text(diff: Json) -> str:

@@ -40,9 +40,11 @@ from pactwright.signing import (
 from pactwright.trust import Trust
 
 DEFAULT_VALIDITY = timedelta(days=90)
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-_RFC3339 = re.compile(r"(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
-_EXPIRES = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
+# ASCII digits only: `\d` alone also matches `２` or `٢`, which `strptime` reads as digits, so
+# `２０２７-01-31T00:00:00Z` would be a second spelling of an expiry that sorts after every ASCII one.
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)
+_RFC3339 = re.compile(r"(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:\.\d+)?([Zz]|[+-]\d{2}:\d{2})", re.ASCII)
+_EXPIRES = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", re.ASCII)
 _STATEMENT_FIELDS = {"type", "manifest_hash", "approval_hash", "expires", "keyid"}
 
 
@@ -69,9 +71,9 @@ def parse_time(text: str, option: str = "--expires") -> datetime:
             raise _bad_time(text, option)
         date, time, offset = match.groups()
         moment = datetime.fromisoformat(f"{date}T{time}{'+00:00' if offset in 'Zz' else offset}")
-    except ValueError:
+        return moment.astimezone(UTC)
+    except (ValueError, OverflowError):  # OverflowError: an offset past year 1 or 9999 (`0001-01-01T00:00:00+01:00`)
         raise _bad_time(text, option) from None
-    return moment.astimezone(UTC)
 
 
 def format_time(moment: datetime) -> str:

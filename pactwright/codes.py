@@ -66,6 +66,7 @@ CODES: dict[str, str] = {
     "PW151": "deadline transition without a clock (warning)",
     "PW152": "ceiling below a param's upper bound (warning)",
     "PW153": "effects without an explicit `default deny` (warning)",
+    "PW154": "accounts that may share a ledger address (warning)",
     "PW199": "policy has blockers; nothing was produced",
     # PW2xx: compile
     "PW201": "cannot write the bundle",

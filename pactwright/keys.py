@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from pactwright._files import read_input
 from pactwright.errors import UsageError
-from pactwright.signing import key_id
+from pactwright.signing import key_id, raw_public_key, weak_public_key
 
 PRIVATE_SUFFIX = ".key"
 PUBLIC_SUFFIX = ".pub"
@@ -135,6 +135,13 @@ def load_public_key(path: str | os.PathLike[str]) -> Ed25519PublicKey:
         ) from None
     if not isinstance(key, Ed25519PublicKey):
         raise UsageError(f"`{path}` is not an ed25519 key", code="PW402", file=str(path))
+    if weak_public_key(raw_public_key(key)):
+        raise UsageError(
+            f"`{path}` is an ed25519 point of small order (or a non-canonical encoding): anyone could sign for it",
+            code="PW402",
+            file=str(path),
+            hint="create a real key with `pactwright keygen --out NAME`",
+        )
     return key
 
 

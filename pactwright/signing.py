@@ -46,6 +46,26 @@ def public_key_from_raw(data: bytes) -> Ed25519PublicKey:
     return Ed25519PublicKey.from_public_bytes(data)
 
 
+_P = 2**255 - 19
+_ORDER_8_Y = 2707385501144840649318225287225658788936804267575313519463743609750303402022
+# The y coordinates of the eight points of small order: the identity (y = 1), the point of
+# order 2 (y = -1), the two of order 4 (y = 0) and the four of order 8 (y = +-_ORDER_8_Y).
+_SMALL_ORDER_Y = frozenset({0, 1, _P - 1, _ORDER_8_Y, _P - _ORDER_8_Y})
+
+
+def weak_public_key(raw: bytes) -> bool:
+    """Whether 32 raw bytes are an ed25519 public key nobody should trust.
+
+    A point of small order verifies signatures that anyone can make without
+    any private key (an all-zero signature, or one of a few others, for any
+    statement, with a little grinding of the statement), and OpenSSL accepts
+    such keys; a non-canonical encoding (y >= p) gives one point a second
+    key id. Neither comes out of key generation; either can only be planted.
+    """
+    y = int.from_bytes(raw, "little") & ((1 << 255) - 1)
+    return len(raw) != 32 or y >= _P or y in _SMALL_ORDER_Y
+
+
 def encode_b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 

@@ -29,7 +29,15 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from pactwright._files import read_input, write_atomic
 from pactwright.canonical import canonical_bytes, hash_bytes, is_hash, load_json
 from pactwright.errors import PactwrightError, UsageError
-from pactwright.signing import ROLES, TRUST_FORMAT, decode_b64, encode_b64, public_key_from_raw, raw_public_key
+from pactwright.signing import (
+    ROLES,
+    TRUST_FORMAT,
+    decode_b64,
+    encode_b64,
+    public_key_from_raw,
+    raw_public_key,
+    weak_public_key,
+)
 
 DEFAULT_TRUST_PATH = "trust.json"
 _KEY_FIELDS = {"keyid", "public_key", "roles", "scope", "revoked"}
@@ -112,6 +120,13 @@ def _parse_key(entry: Any, index: int, source: str) -> TrustedKey:
         raise _invalid(
             source, f"`{where}/public_key` is not base64 of a 32-byte ed25519 key", f"{where}/public_key", "PW405"
         )
+    if weak_public_key(raw):
+        raise _invalid(
+            source,
+            f"`{where}/public_key` is a point of small order or a non-canonical encoding: anyone could sign for it",
+            f"{where}/public_key",
+            "PW405",
+        )
     if hash_bytes(raw) != keyid:
         error = _invalid(source, f"`{where}/keyid` is not the hash of its public key", f"{where}/keyid", "PW405")
         error.expected, error.found = hash_bytes(raw), keyid
@@ -174,6 +189,13 @@ def add_key(
     """
     raw = raw_public_key(public_key)
     keyid = hash_bytes(raw)
+    if weak_public_key(raw):
+        raise UsageError(
+            f"key `{keyid}` is a point of small order or a non-canonical encoding: anyone could sign for it",
+            code="PW405",
+            field="keys",
+            hint="generate a real key with `pactwright keygen`",
+        )
     new_roles = set(roles)
     if not new_roles or not new_roles <= set(ROLES):
         raise UsageError(f"roles must be a non-empty subset of {list(ROLES)}", code="PW403", field="roles")

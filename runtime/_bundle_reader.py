@@ -8,12 +8,14 @@ whole:
    opened with `O_NOFOLLOW` (so a parent swapped for a symlink mid-walk is
    not followed): refuse symbolic links (PW420), anything that is not a
    regular file or directory (PW421), files over the per-file limit (PW422),
-   too many files, too deep a tree or too many bytes in total (PW423), and
-   empty directories (PW433, an unlisted entry);
+   too many files or directories, too deep a tree or too many bytes in total
+   (PW423), and empty directories (PW433, an unlisted entry); a directory
+   listing is abandoned as soon as it holds more entries than the limits
+   allow, so a directory of millions of names is refused without listing it;
 2. only then open each file with `O_NOFOLLOW | O_NONBLOCK`, check with
    `fstat` that it is still the same regular file, and read at most the
-   size `lstat` reported plus one byte; a file that changed in between is
-   refused (PW421), never half-read.
+   size `lstat` reported plus one byte; a file that changed (or vanished) in
+   between is refused (PW421), never half-read.
 
 Names are returned exactly as the directory holds them (POSIX separators,
 no normalization), so the closed-world check sees a `Model.json` or a
@@ -49,6 +51,9 @@ class Limits:
     max_total_bytes: int = 64 * 1024 * 1024
     max_files: int = 10_000
     max_depth: int = 8
+    # Each directory holds an open descriptor until every file is read; this
+    # stays far below any process's descriptor limit (256 on macOS).
+    max_directories: int = 64
 
 
 @dataclass(frozen=True)
@@ -81,15 +86,38 @@ class _Walk:
         self.entries: list[_Entry] = []
         self.dir_fds: list[int] = []
         self.total = 0
+        self.listed = 0  # directory entries seen so far, of any kind
+
+    def _names(self, dir_fd: int, prefix: str) -> list[str]:
+        """A directory's names, sorted; refused (PW423) once more entries than the limits allow were seen."""
+        limits = self.limits
+        most = limits.max_files + limits.max_directories
+        names = []
+        with os.scandir(dir_fd) as listing:
+            for entry in listing:
+                self.listed += 1
+                if self.listed > most:
+                    where = prefix.rstrip("/") or "."
+                    raise Refusal(
+                        "PW423",
+                        f"the bundle holds more than {most} entries (seen in `{show(where)}`)",
+                        file=where,
+                        expected=f"at most {limits.max_files} files and {limits.max_directories} directories",
+                        found=f"more than {most} entries",
+                        labels=("limit", "on disk"),
+                    )
+                names.append(entry.name)
+        return sorted(names)
 
     def directory(self, dir_fd: int, prefix: str, depth: int) -> int:
         """Walk one directory; returns how many regular files it holds, recursively."""
-        with os.scandir(dir_fd) as listing:
-            names = sorted(entry.name for entry in listing)
         found = 0
-        for name in names:
+        for name in self._names(dir_fd, prefix):
             path = prefix + name
-            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            try:
+                st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            except FileNotFoundError:
+                raise _changed(path) from None
             if stat.S_ISLNK(st.st_mode):
                 raise Refusal(
                     "PW420",
@@ -121,6 +149,13 @@ class _Walk:
         return found
 
     def _open_dir(self, name: str, dir_fd: int, path: str, st: os.stat_result) -> int:
+        if len(self.dir_fds) > self.limits.max_directories:  # the root's descriptor is one of them
+            raise Refusal(
+                "PW423",
+                f"the bundle holds more than {self.limits.max_directories} directories",
+                file=path,
+                hint="a compiled bundle has a handful of directories; this one is not what `pactwright build` wrote",
+            )
         try:
             fd = os.open(name, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=dir_fd)
         except OSError as exc:
@@ -128,7 +163,7 @@ class _Walk:
         self.dir_fds.append(fd)
         after = os.fstat(fd)
         if (after.st_dev, after.st_ino) != (st.st_dev, st.st_ino):
-            raise Refusal("PW421", f"`{show(path)}` changed while the bundle was being read", file=path)
+            raise _changed(path)
         return fd
 
     def _file(self, path: str, name: str, dir_fd: int, st: os.stat_result) -> None:
@@ -159,9 +194,16 @@ class _Walk:
         self.entries.append(_Entry(path, name, dir_fd, st.st_size, st.st_dev, st.st_ino))
 
 
+def _changed(path: str) -> Refusal:
+    return Refusal("PW421", f"`{show(path)}` changed while the bundle was being read", file=path)
+
+
 def _os_refusal(exc: OSError, path: str) -> Refusal | UsageError:
     if exc.errno == errno.ELOOP:
         return Refusal("PW420", f"`{show(path)}` is a symbolic link; a bundle holds only regular files", file=path)
+    if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+        # Sized in pass 1, gone (or its directory replaced by a file) by now: a bundle being changed.
+        return _changed(path)
     return UsageError(f"cannot read `{show(path)}` in the bundle: {exc.strerror or exc}")
 
 
@@ -174,7 +216,7 @@ def _read(entry: _Entry) -> bytes:
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (entry.dev, entry.ino):
-            raise Refusal("PW421", f"`{show(entry.path)}` changed while the bundle was being read", file=entry.path)
+            raise _changed(entry.path)
         chunks: list[bytes] = []
         remaining = entry.size + 1  # one byte more reveals a file that grew
         while remaining > 0:
@@ -187,7 +229,7 @@ def _read(entry: _Entry) -> bytes:
         os.close(fd)
     data = b"".join(chunks)
     if len(data) != entry.size:
-        raise Refusal("PW421", f"`{show(entry.path)}` changed while the bundle was being read", file=entry.path)
+        raise _changed(entry.path)
     return data
 
 

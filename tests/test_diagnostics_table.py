@@ -183,6 +183,7 @@ ROWS = [
     ("duplicate_state", wrap("state s"), "PW121", 9, 7),
     ("duplicate_transition", wrap("transition go: s -> e { by a }"), "PW121", 9, 12),
     ("duplicate_account", wrap('account x "x2"'), "PW121", 9, 9),
+    ("duplicate_account_address", wrap('account z "y"'), "PW121", 9, 11),
     ("duplicate_param", wrap("param p: money = 1.00", "param p: money = 2.00"), "PW121", 10, 7),
     ("duplicate_param_and_stamp", wrap("param t0: duration = 1d", *tr("by a", "stamp t0")), "PW121", 12, 9),
     ("duplicate_effect_field", wrap(*EFFECTS, "effect f {", "  risk R1", "  risk R1", "}"), "PW121", 13, 3),
@@ -281,6 +282,9 @@ ROWS = [
     ("currency_scale_with_5000_digits", wrap().replace("scale 2", "scale " + "9" * 5000), "PW138", 2, 20),
     ("integer_field_beyond_2_53", wrap("budget { max_turns 9007199254740992 }"), "PW139", 9, 20),
     ("bad_regex", wrap('param r: text matching "(["'), "PW139", 9, 24),
+    ("regex_the_schema_engine_refuses", wrap('param r: text matching "(?=a)a"'), "PW139", 9, 24),
+    ("regex_nested_too_deeply", wrap('param r: text matching "' + "(" * 2000 + ")" * 2000 + '"'), "PW139", 9, 24),
+    ("division_by_zero", wrap(*tr("by a", "when applied(go) / (1 - 1) >= 0")), "PW139", 11, 23),
     ("unknown_risk_class", wrap("default deny", "effect f { risk R9 }"), "PW139", 10, 17),
     ("unknown_rule_risk_class", wrap("rule R0 allow"), "PW139", 9, 6),
     (
@@ -340,6 +344,13 @@ ROWS = [
         "PW152",
         10,
         10,
+    ),
+    (
+        "accounts_that_may_alias",
+        wrap('account p1 "parties:{a}"', 'account p2 "parties:{agreement}"'),
+        "PW154",
+        10,
+        12,
     ),
     (
         "effects_without_default_deny",

@@ -66,6 +66,9 @@ def _interval(ctx: CheckContext, expr: Expr) -> Interval:
         return _param_interval(ctx, expr.name)
     if expr.op in ("applied", "fired", "total"):
         return _NATURAL
+    if expr.op == "neg" and len(expr.args) == 1:
+        low, high = _interval(ctx, expr.args[0])
+        return (None if high is None else -high, None if low is None else -low)
     if expr.op in ("+", "-", "*") and len(expr.args) == 2:
         left, right = _interval(ctx, expr.args[0]), _interval(ctx, expr.args[1])
         if None in left or None in right:
@@ -138,13 +141,76 @@ def guards_that_never_hold(ctx: CheckContext) -> Iterator[Diagnostic]:
             )
 
 
-def _deadline(expr: Expr) -> bool:
-    """Whether `expr` becomes true by time passing: `now >= T`, `now > T`, `T <= now`..."""
-    if expr.op in (">=", ">") and expr.args[0].op == "now":
-        return True
-    if expr.op in ("<=", "<") and expr.args[1].op == "now":
-        return True
-    return any(_deadline(arg) for arg in expr.args if expr.op in ("and", "or"))
+def _divisions_by_zero(ctx: CheckContext, node: ast.Expr, typed: Expr) -> Iterator[ast.BinaryExpr]:
+    """Every `/` in `node` whose divisor is zero whatever the params (`x / 0`, `x / (2 - 2)`).
+
+    The typed tree has the syntax tree's shape (parentheses are gone from
+    both, coercions rewrite leaves in place), so the two are walked together.
+    """
+    stack = [(node, typed)]
+    while stack:
+        source, lowered = stack.pop()
+        if isinstance(source, ast.BinaryExpr) and len(lowered.args) == 2:
+            if source.op == "/" and _interval(ctx, lowered.args[1]) == (Fraction(0), Fraction(0)):
+                yield source
+            stack += [(source.left, lowered.args[0]), (source.right, lowered.args[1])]
+        elif isinstance(source, ast.UnaryExpr) and len(lowered.args) == 1:
+            stack.append((source.operand, lowered.args[0]))
+
+
+@check("PW139")
+def division_by_zero(ctx: CheckContext) -> Iterator[Diagnostic]:
+    found: list[tuple[ast.Expr, Expr | None]] = []
+    for decl in ctx.sym.transitions.values():
+        when = next((f for f in decl.fields if isinstance(f, ast.WhenField)), None)
+        if when is not None:
+            found.append((when.expr, ctx.guards.get(decl.name.name)))
+    for decl, index, transfer in ctx.transfers():
+        found.append((transfer.amount, ctx.amounts.get((decl.name.name, index))))
+    for inv in ctx.sym.invariants.values():
+        found.append((inv.expr, ctx.invariants.get(inv.name.name)))
+    for node, typed in found:
+        if typed is None:
+            continue
+        for division in _divisions_by_zero(ctx, node, typed):
+            yield ctx.error(
+                "PW139",
+                "division by zero: the divisor is always 0",
+                division.right.span,
+                "divide by a number that is never 0",
+            )
+
+
+def _now_coefficient(expr: Expr) -> int:
+    """How many times `now` counts in a time or duration sum (`now - s` once, `s - now` minus once)."""
+    if expr.op == "now":
+        return 1
+    if expr.op == "neg" and len(expr.args) == 1:
+        return -_now_coefficient(expr.args[0])
+    if expr.op in ("+", "-") and len(expr.args) == 2:
+        right = _now_coefficient(expr.args[1])
+        return _now_coefficient(expr.args[0]) + (right if expr.op == "+" else -right)
+    return 0
+
+
+def _deadline(expr: Expr, holds: bool = True) -> bool:
+    """Whether `expr` (or, with `holds` false, its negation) becomes true by time passing.
+
+    A comparison does when `now` counts positively on its greater side:
+    `now >= T`, `T < now`, `now - s >= D`, `not (now < T)`, inside `and`,
+    `or` and `implies` too.
+    """
+    if expr.op == "not":
+        return _deadline(expr.args[0], not holds)
+    if expr.op in ("and", "or"):
+        return any(_deadline(arg, holds) for arg in expr.args)
+    if expr.op == "implies":
+        return _deadline(expr.args[0], not holds) or _deadline(expr.args[1], holds)
+    if expr.op in ("<", "<=", ">", ">=") and expr.args[0].type in ("time", "duration"):
+        growth = _now_coefficient(expr.args[0]) - _now_coefficient(expr.args[1])
+        greater = expr.op in (">", ">=")
+        return growth > 0 if greater == holds else growth < 0
+    return False
 
 
 @check("PW151")

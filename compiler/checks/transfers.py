@@ -7,7 +7,7 @@ from fractions import Fraction
 
 from pactwright.compiler import ast
 from pactwright.compiler.checks._registry import CheckContext, check
-from pactwright.compiler.literals import LiteralProblem, classify, percent_value
+from pactwright.compiler.literals import LiteralProblem, classify, money_value, percent_value
 from pactwright.diagnostics import Diagnostic
 from pactwright.money import Percent
 
@@ -70,6 +70,10 @@ def splits(ctx: CheckContext) -> Iterator[Diagnostic]:
                     continue
                 if found.kind == "percent":
                     total += Percent.parse(portion.share.text).value
+                elif found.kind == "int":
+                    amount = money_value(portion.share.text, ctx.sym.scale)
+                    if isinstance(amount, LiteralProblem):
+                        yield ctx.error(amount.code, amount.message, portion.share.span, amount.hint)
                 elif found.kind == "duration":
                     yield ctx.error(
                         "PW137",

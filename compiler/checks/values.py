@@ -82,24 +82,65 @@ def _order_key(found: Classified) -> int:
     return int(found.value)
 
 
+def pattern_problem(pattern: str) -> str | None:
+    """Why a `text matching` pattern cannot be used, or None.
+
+    The pattern must compile with Python's `re` and, anchored as the events
+    schema states it, with the schema validator's engine (pydantic's Rust
+    regex: no lookaround, no backreferences, a size limit). `re` raises more
+    than `re.error` on hostile patterns: deep nesting overflows its recursive
+    parser and huge repeat counts overflow a C integer.
+    """
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        return exc.msg
+    except RecursionError:
+        return "nested too deeply"
+    except (OverflowError, ValueError, MemoryError) as exc:
+        return str(exc) or type(exc).__name__
+    from pydantic_core import SchemaError, SchemaValidator, core_schema
+
+    from pactwright.compiler.emit_schema import anchored_pattern
+
+    try:
+        SchemaValidator(core_schema.str_schema(pattern=anchored_pattern(pattern)))
+    except SchemaError as exc:
+        # The engine's message spans several lines (it draws a caret); keep its summary.
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        summary = next((line for line in reversed(lines) if line.startswith("error:")), lines[-1] if lines else "")
+        summary = summary.removeprefix("error:").removeprefix("SchemaError:").strip()
+        return f"not supported by the events schema's regex engine ({summary})"
+    return None
+
+
 @check("PW139")
 def text_params(ctx: CheckContext) -> Iterator[Diagnostic]:
     for param in ctx.sym.params.values():
         if param.pattern is not None:
-            try:
-                re.compile(param.pattern.value)
-            except re.error as exc:
+            problem = pattern_problem(param.pattern.value)
+            if problem is not None:
                 yield ctx.error(
                     "PW139",
-                    f"bad regular expression for param `{param.name.name}`: {exc.msg}",
+                    f"bad regular expression for param `{param.name.name}`: {problem}",
                     param.pattern.span,
-                    "fix the pattern",
+                    "use a plain pattern: no lookaround, no backreferences, no inline comments",
                 )
         seen: set[str] = set()
         for option in param.options:
             if option.name in seen:
                 yield ctx.error("PW121", f"value `{option.name}` is listed twice", option.span, "list each value once")
             seen.add(option.name)
+            # A bare word in an expression is a param or a stamp before it is
+            # an option, so `reason == late` would silently read a param `late`.
+            clash = "param" if option.name in ctx.sym.params else "stamp" if option.name in ctx.sym.stamps else None
+            if clash is not None:
+                yield ctx.error(
+                    "PW121",
+                    f"value `{option.name}` of param `{param.name.name}` is also the name of a {clash}",
+                    option.span,
+                    f"rename the {clash} or the value: `{param.name.name} == {option.name}` would read the {clash}",
+                )
 
 
 @check("PW104", "PW105", "PW107", "PW137", "PW139")

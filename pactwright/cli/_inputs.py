@@ -43,8 +43,21 @@ def read_bundle_json(bundle: str, name: str) -> Any:
 def load_candidate_json(path: str) -> dict[str, Any]:
     """Candidate JSON from a `.pact` file or from a bundle's `candidate.json`."""
     if Path(path).is_dir():
-        candidate: dict[str, Any] = read_bundle_json(path, "candidate.json")
-        return candidate
+        from pydantic import ValidationError
+
+        from pactwright.candidate import Candidate
+
+        candidate: Any = read_bundle_json(path, "candidate.json")
+        try:
+            Candidate.model_validate(candidate)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = "/".join(str(part) for part in first["loc"]) or "the document"
+            raise UsageError(
+                f"`{Path(path) / 'candidate.json'}` is not a pactwright candidate: {first['msg'].lower()} at `{where}`"
+            ) from None
+        checked: dict[str, Any] = candidate
+        return checked
     result = read_policy(path)
     out: dict[str, Any] = result.candidate.to_json()
     return out

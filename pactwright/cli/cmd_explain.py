@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from pactwright.errors import PactwrightError
+from pactwright.errors import PactwrightError, UsageError
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -63,10 +63,18 @@ def run(args: argparse.Namespace) -> int:
 
     trace = read_bundle_json(args.bundle, "trace.json")
     table = read_bundle_json(args.bundle, "transitions.json")
-    labels = [args.clause] if args.clause else [c["clause"] for c in trace["clauses"]]
-    chains = [explain(trace, label) for label in labels]
+    try:
+        labels = [args.clause] if args.clause else [str(c["clause"]) for c in trace["clauses"]]
+        chains = [explain(trace, label) for label in labels]
+        text = "".join(render(chain, table) for chain in chains) if args.format == "text" else ""
+    except (KeyError, TypeError, IndexError, AttributeError, ValueError) as exc:
+        # A bundle is input: a hand-edited or foreign trace is reported, not a crash.
+        raise UsageError(
+            f"`{args.bundle}` holds a `trace.json` or `transitions.json` that is not pactwright's "
+            f"({type(exc).__name__}: {exc})"
+        ) from None
     if args.format == "json":
         sys.stdout.write(json.dumps({"clauses": chains}, indent=2) + "\n")
     else:
-        sys.stdout.write("".join(render(chain, table) for chain in chains))
+        sys.stdout.write(text)
     return 0

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -21,6 +22,7 @@ from pactwright.errors import UsageError
 
 _SQLITE_PREFIX = "sqlite://"
 _POSTGRES_PREFIXES = ("postgresql://", "postgres://")
+_BUSY_SECONDS = 30
 
 
 class Backend(Protocol):
@@ -40,7 +42,7 @@ class Backend(Protocol):
     def close(self) -> None: ...
 
 
-def _unreachable(url: str, why: object) -> UsageError:
+def unreachable(url: str, why: object) -> UsageError:
     return UsageError(
         f"cannot open the store `{url}`: {why}",
         code="PW700",
@@ -56,17 +58,49 @@ class SQLiteBackend:
 
     def __init__(self, path: str, *, create: bool) -> None:
         if not create and not Path(path).is_file():
-            raise _unreachable(path, "no such store file")
+            raise unreachable(path, "no such store file")
+        self._wal_pending = False
         try:
+            if not create:
+                # Only reading (`store verify`, the "nothing was changed" line after a refusal):
+                # no journal switch, which would rewrite the header of a store restored in
+                # rollback-journal mode. (Not `mode=ro`: a read-only connection to a WAL store
+                # cannot remove the `-wal` and `-shm` files it makes, and would leave them behind.)
+                self._conn = sqlite3.connect(path, isolation_level=None, timeout=_BUSY_SECONDS)
+                self._conn.execute("PRAGMA foreign_keys=ON")
+                return
+            new = not Path(path).is_file() or Path(path).stat().st_size == 0
             # Autocommit mode: transactions are explicit (BEGIN IMMEDIATE for writers).
-            self._conn = sqlite3.connect(path, isolation_level=None, timeout=30)
-            mode = self._conn.execute("PRAGMA journal_mode=WAL").fetchone()
+            self._conn = sqlite3.connect(path, isolation_level=None, timeout=_BUSY_SECONDS)
+            # A new store starts in WAL. An existing one in another journal mode (restored from
+            # a dump, say) is switched only after a write that changed it: switching rewrites the
+            # file header, and a refused activation must leave the file byte for byte as it was.
+            mode = self._wal() if new else self._conn.execute("PRAGMA journal_mode").fetchone()
             self._conn.execute("PRAGMA foreign_keys=ON")
             self._conn.execute("PRAGMA synchronous=FULL")
         except sqlite3.Error as exc:
-            raise _unreachable(path, exc) from None
-        if mode is None or str(mode[0]).lower() != "wal":
-            raise _unreachable(path, f"cannot switch the journal to WAL (got `{mode}`)")
+            raise unreachable(path, exc) from None
+        if new and (mode is None or str(mode[0]).lower() != "wal"):
+            raise unreachable(path, f"cannot switch the journal to WAL (got `{mode}`)")
+        self._wal_pending = mode is None or str(mode[0]).lower() != "wal"
+
+    def _wal(self) -> Any:
+        """Switch to WAL, waiting out another process doing the same to a new store.
+
+        Two connections switching a new file to WAL at once make one of them
+        fail with SQLITE_BUSY at once, without the busy timeout (SQLite's
+        deadlock avoidance), so two activations racing on a new store would
+        fail one of them as "cannot open the store". Retry until the timeout.
+        """
+        deadline = time.monotonic() + _BUSY_SECONDS
+        while True:
+            try:
+                return self._conn.execute("PRAGMA journal_mode=WAL").fetchone()
+            except sqlite3.OperationalError as exc:
+                busy = getattr(exc, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+                if not busy or time.monotonic() > deadline:
+                    raise
+            time.sleep(0.01)
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return [tuple(row) for row in self._conn.execute(sql, tuple(params)).fetchall()]
@@ -80,12 +114,16 @@ class SQLiteBackend:
     @contextlib.contextmanager
     def transaction(self, *, write: bool) -> Iterator[None]:
         self._conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        changes = self._conn.total_changes
         try:
             yield
         except BaseException:
             self._conn.execute("ROLLBACK")
             raise
         self._conn.execute("COMMIT")
+        if self._wal_pending and self._conn.total_changes != changes:
+            mode = self._wal()
+            self._wal_pending = mode is None or str(mode[0]).lower() != "wal"
 
     def has_table(self, name: str) -> bool:
         return bool(self.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)))
@@ -107,7 +145,7 @@ class PostgresBackend:
         try:
             self._conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
-            raise _unreachable(url, str(exc).strip().splitlines()[0] if str(exc).strip() else exc) from None
+            raise unreachable(url, str(exc).strip().splitlines()[0] if str(exc).strip() else exc) from None
 
     @staticmethod
     def _sql(sql: str) -> str:
@@ -153,8 +191,8 @@ def connect(url: str, *, create: bool = True) -> Backend:
     if url.startswith(_SQLITE_PREFIX):
         path = url[len(_SQLITE_PREFIX) :]
         if not path.startswith("/"):
-            raise _unreachable(url, "a sqlite URL needs an absolute path (`sqlite:///var/lib/pw.db`)")
+            raise unreachable(url, "a sqlite URL needs an absolute path (`sqlite:///var/lib/pw.db`)")
         return SQLiteBackend(path, create=create)
     if "://" in url:
-        raise _unreachable(url, "unsupported scheme (use `postgresql://`, `sqlite:///PATH` or a file path)")
+        raise unreachable(url, "unsupported scheme (use `postgresql://`, `sqlite:///PATH` or a file path)")
     return SQLiteBackend(url, create=create)

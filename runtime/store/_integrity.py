@@ -6,7 +6,11 @@ database. So every load re-hashes what it is about to use against the
 stored manifest, and the manifest against the hash that was activated, and
 checks that the rows agree with each other. A row edited behind the
 runtime's back is refused with its own code (PW702-PW707) before any of it
-is used. (Someone who can rewrite rows *consistently* — a new manifest and
+is used: that includes a value of the wrong type (text where bytes were
+stored), the active pointer moved back to an older activation or deleted
+while the pact's activations remain (the cheapest rollback of all: no
+bundle, no signature, one `UPDATE`), and an activation history whose
+records no longer chain. (Someone who can rewrite rows *consistently* — a new manifest and
 new hashes everywhere — is caught only by re-checking signatures against
 the trust file: `pactwright store verify --trust`.)
 """
@@ -20,6 +24,7 @@ from pactwright.bundle_check import Manifest, parse_manifest
 from pactwright.canonical import hash_bytes, load_json
 from pactwright.errors import PactwrightError, StoreError
 from pactwright.manifest import MANIFEST_PATH
+from pactwright.runtime._semver import compare, parse_version
 
 
 def tampered(code: str, message: str, **fields: str) -> StoreError:
@@ -29,6 +34,20 @@ def tampered(code: str, message: str, **fields: str) -> StoreError:
         hint="the store was changed outside pactwright; restore a backup or re-activate from the signed bundle",
         **fields,
     )
+
+
+def as_bytes(value: Any, code: str, what: str, **fields: str) -> bytes:
+    """A binary column's value; anything else (SQLite stores whatever it is given) is tampering."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    raise tampered(code, f"{what} is stored as {type(value).__name__}, not bytes", **fields)
+
+
+def as_int(value: Any, code: str, what: str, **fields: str) -> int:
+    """An integer column's value, refused unless it is really an integer."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise tampered(code, f"{what} is stored as {type(value).__name__} `{str(value)[:40]}`, not an integer", **fields)
 
 
 def check_bundle_rows(
@@ -144,3 +163,68 @@ def check_active_row(pact_id: str, active: tuple[str, str, int], activation: dic
             expected=f"{pact_id} {version} {manifest_hash} (active row)",
             found=f"{found} (activation row)",
         )
+
+
+def check_latest(pact_id: str, pointers: Sequence[tuple[Any, ...]], latest: Any) -> int | None:
+    """The activation the `active` row names, which must be the pact's latest; None if never activated.
+
+    `pointers` are the pact's `active` rows (activation ids), `latest` the
+    highest activation id recorded for it, both read in one statement.
+    Every activation moves the pointer to the record it appends, so anything
+    else is a pointer set back (to an older version, without any signature)
+    or deleted so that the next activation of an older bundle is not seen
+    as the rollback it is.
+    """
+    if len(pointers) > 1:
+        raise tampered("PW707", f"`{pact_id}` has {len(pointers)} active versions", field="active")
+    pointer = None if not pointers else as_int(pointers[0][0], "PW707", f"the active pointer of `{pact_id}`")
+    if pointer == latest:
+        return pointer
+    if pointer is None:
+        message = f"no version of `{pact_id}` is active, but activation {latest} of it is recorded"
+    elif latest is None:
+        message = f"the active version of `{pact_id}` names activation {pointer}, but no activation of it is recorded"
+    else:
+        message = f"the active version of `{pact_id}` is activation {pointer}, not its latest activation {latest}"
+    raise tampered(
+        "PW707",
+        message,
+        field="active",
+        expected=f"activation {latest} (latest recorded)",
+        found=f"activation {pointer} (active row)" if pointer is not None else "no active row",
+    )
+
+
+def check_history(pact_id: str, records: Sequence[tuple[int, str, str, int, str | None, str | None]]) -> None:
+    """One pact's activation records, oldest first: each names the one before it and was forced only if it had to be.
+
+    A record is `(id, version, manifest_hash, forced, previous_version,
+    previous_manifest_hash)`. Activation writes `previous_*` from the active
+    version it replaced (the record before it) and sets `forced` exactly
+    when the version did not go up, so a record deleted from the middle of
+    the history, or a forced rollback re-labelled as an upgrade, breaks the chain.
+    """
+    before: tuple[str, str] | None = None
+    for activation_id, version, manifest_hash, forced, previous_version, previous_hash in records:
+        where = f"activation {activation_id} of `{pact_id}`"
+        if (previous_version, previous_hash) != (before or (None, None)):
+            raise tampered(
+                "PW707",
+                f"{where} does not name the activation before it as the version it replaced",
+                field="previous_version",
+                expected=f"{before[0]} {before[1]}" if before else "none (first activation)",
+                found=f"{previous_version} {previous_hash}",
+            )
+        if before is not None:
+            if parse_version(str(version)) is None or parse_version(before[0]) is None:
+                raise tampered("PW707", f"{where} or the one before it has no semantic version", field="pact_version")
+            if bool(forced) != (compare(str(version), before[0]) <= 0):
+                raise tampered(
+                    "PW707",
+                    f"{where} is recorded as {'a forced rollback' if forced else 'an upgrade'} "
+                    f"from {before[0]} to {version}, which it was not",
+                    field="forced",
+                )
+        elif forced:
+            raise tampered("PW707", f"{where} is its first activation but is recorded as a forced rollback")
+        before = (str(version), str(manifest_hash))

@@ -19,7 +19,7 @@ from typing import Any
 from pactwright.canonical import hash_bytes
 from pactwright.errors import PactwrightError, StoreError
 from pactwright.runtime.store import _integrity as integrity
-from pactwright.runtime.store._backend import Backend, connect
+from pactwright.runtime.store._backend import Backend, connect, unreachable
 from pactwright.runtime.store._migrations import TABLES, applied, check_known, migrate
 from pactwright.signing import APPROVAL_PATH, SIGNATURES_PATH
 
@@ -164,7 +164,12 @@ def _activation_row(db: Backend, activation_id: int) -> tuple[dict[str, Any], by
     if not rows:
         return None
     names = [c.strip() for c in _ACTIVATION_COLUMNS.split(",")]
-    return dict(zip(names, rows[0][:-2], strict=True)), bytes(rows[0][-2]), bytes(rows[0][-1])
+    what = f"activation {activation_id}"
+    return (
+        dict(zip(names, rows[0][:-2], strict=True)),
+        integrity.as_bytes(rows[0][-2], "PW706", f"the approval of {what}", file=APPROVAL_PATH),
+        integrity.as_bytes(rows[0][-1], "PW706", f"the signatures of {what}", file=SIGNATURES_PATH),
+    )
 
 
 def _load(db: Backend, activation_id: int, active: tuple[str, str, str] | None) -> StoredBundle:
@@ -198,18 +203,60 @@ def _load(db: Backend, activation_id: int, active: tuple[str, str, str] | None) 
 
 
 def _load_active(db: Backend, pact_id: str) -> StoredBundle | None:
-    rows = db.query("SELECT pact_version, manifest_hash, activation_id FROM active WHERE pact_id = ?", (pact_id,))
-    if not rows:
+    """The pact's active bundle, re-verified, or None if it was never activated.
+
+    The pointer and the pact's latest activation id are read in one
+    statement (one snapshot, even under PostgreSQL's READ COMMITTED), and the
+    pointer must name that latest activation (`integrity.check_latest`).
+    """
+    rows = db.query(
+        "SELECT a.activation_id, a.pact_version, a.manifest_hash, h.latest "
+        "FROM (SELECT MAX(id) AS latest FROM activations WHERE pact_id = ?) h "
+        "LEFT JOIN active a ON a.pact_id = ?",
+        (pact_id, pact_id),
+    )
+    pointers = [row for row in rows if row[0] is not None]
+    activation_id = integrity.check_latest(pact_id, pointers, rows[0][3])
+    if activation_id is None:
         return None
-    version, manifest_hash, activation_id = rows[0]
-    return _load(db, int(activation_id), (pact_id, str(version), str(manifest_hash)))
+    _, version, manifest_hash, _ = pointers[0]
+    return _load(db, activation_id, (pact_id, str(version), str(manifest_hash)))
 
 
 def _file_rows(db: Backend, manifest_hash: str) -> list[tuple[str, str, int, bytes]]:
     rows = db.query(
         "SELECT path, sha256, size, content FROM bundle_files WHERE manifest_hash = ? ORDER BY path", (manifest_hash,)
     )
-    return [(str(p), str(h), int(s), bytes(c)) for p, h, s, c in rows]
+    out = []
+    for path, digest, size, content in rows:
+        where = {"file": str(path)}
+        what = f"the stored `{path}` of bundle {manifest_hash}"
+        out.append(
+            (
+                str(path),
+                str(digest),
+                integrity.as_int(size, "PW705", f"the size of {what}", **where),
+                integrity.as_bytes(content, "PW705", what, **where),
+            )
+        )
+    return out
+
+
+def _check_histories(db: Backend) -> list[Finding]:
+    """Every pact's activation records chain (`integrity.check_history`)."""
+    findings: list[Finding] = []
+    by_pact: dict[str, list[tuple[Any, ...]]] = {}
+    for row in db.query(
+        "SELECT pact_id, id, pact_version, manifest_hash, forced, previous_version, previous_manifest_hash "
+        "FROM activations ORDER BY id"
+    ):
+        by_pact.setdefault(str(row[0]), []).append(row[1:])
+    for pact_id, records in sorted(by_pact.items()):
+        try:
+            integrity.check_history(pact_id, records)
+        except StoreError as exc:
+            findings.append(Finding(exc.code, exc.message, f"activations of {pact_id}"))
+    return findings
 
 
 class Store:
@@ -297,31 +344,22 @@ class Store:
             except StoreError as exc:
                 findings.append(Finding(exc.code, exc.message, subject))
 
+        def check_bundle(manifest_hash: str, pact_id: str, version: str) -> None:
+            integrity.check_bundle_rows(manifest_hash, pact_id, version, _file_rows(self._db, manifest_hash))
+
         with self._read():
             for manifest_hash, pact_id, version in self._db.query(
                 "SELECT manifest_hash, pact_id, pact_version FROM bundles ORDER BY pact_id, manifest_hash"
             ):
-                rows = _file_rows(self._db, manifest_hash)
-                collect(
-                    f"{pact_id} {version} bundle {manifest_hash}",
-                    integrity.check_bundle_rows,
-                    manifest_hash,
-                    pact_id,
-                    version,
-                    rows,
-                )
+                collect(f"{pact_id} {version} bundle {manifest_hash}", check_bundle, manifest_hash, pact_id, version)
             for (activation_id,) in self._db.query("SELECT id FROM activations ORDER BY id"):
                 collect(f"activation {activation_id}", _load, self._db, int(activation_id), None)
-            for pact_id, version, manifest_hash, activation_id in self._db.query(
-                "SELECT pact_id, pact_version, manifest_hash, activation_id FROM active ORDER BY pact_id"
+            findings += _check_histories(self._db)
+            # Every pact with an active row or an activation record: its pointer names its latest activation.
+            for (pact_id,) in self._db.query(
+                "SELECT pact_id FROM activations UNION SELECT pact_id FROM active ORDER BY 1"
             ):
-                collect(
-                    f"active version of {pact_id}",
-                    _load,
-                    self._db,
-                    int(activation_id),
-                    (pact_id, version, manifest_hash),
-                )
+                collect(f"active version of {pact_id}", _load_active, self._db, str(pact_id))
         return findings
 
     def dump(self) -> dict[str, list[tuple[Any, ...]]]:
@@ -355,6 +393,12 @@ def open_store(url: str, *, migrate_schema: bool = True) -> Store:
             migrate(backend)
         else:
             check_known(applied(backend))
+    except Exception as exc:
+        backend.close()
+        if not _is_db_error(exc):
+            raise
+        # The server or file refused the schema itself (no schema selected, read-only, ...).
+        raise unreachable(url, str(exc).strip().splitlines()[0] if str(exc).strip() else exc) from exc
     except BaseException:
         backend.close()
         raise
