@@ -60,21 +60,25 @@ class AbstractBlock:
 
     ctrl: int
     texts: tuple[tuple[str, str], ...]
-    ages: tuple[int, ...]
+    zone: tuple[int, ...]  # the ages the agreement may have (see `zones.py`)
     fired: tuple[int, ...]
     applied: tuple[int, ...]
     approved: tuple[int, ...]
     reached: int
+    compensated: tuple[int, ...] = ()  # per call site: how often its compensation was applied
 
 
 class BlockEnv:
     """Leaves in one abstract block: concrete counters and time, symbolic params and balances."""
 
-    def __init__(self, checker: AmountChecker, block: AbstractBlock, space: ParamSpace) -> None:
+    def __init__(
+        self, checker: AmountChecker, block: AbstractBlock, space: ParamSpace, ages: tuple[int, ...] = ()
+    ) -> None:
         self.checker = checker
         self.model = checker.model
         self.block = block
         self.space = space
+        self.ages = ages  # a point of one cell of the block's zone
         self.encoder = Encoder(self.model, self)
 
     def param(self, name: str) -> Num | Text | TextLit:
@@ -93,14 +97,18 @@ class BlockEnv:
 
     def effect_applied(self, name: str) -> Num:
         count = sum(self.block.applied[s.index] for s in self.model.sites if s.effect == name)
+        # A compensation is an application of the compensating effect too.
+        count += sum(self.block.compensated[s.index] for s in self.model.sites if s.compensation == name)
         return Num(z3.IntVal(count), 1)
 
     def total(self, name: str) -> Num:
         term: Any = z3.IntVal(0)
         den = 1
         for site in self.model.sites:
-            count = self.block.applied[site.index]
-            if site.effect != name or site.amount is None or not count:
+            count = self.block.applied[site.index] if site.effect == name else 0
+            if site.compensation == name:
+                count += self.block.compensated[site.index]  # it carries the amount of the call it undoes
+            if site.amount is None or not count:
                 continue
             amount = self.encoder.number(site.amount)
             term = term * amount.den + count * amount.term * den
@@ -120,7 +128,7 @@ class BlockEnv:
         return z3.BoolVal(self.block.ctrl in self.model.final)
 
     def stamp(self, name: str) -> Time:
-        age = self.block.ages[self.model.stamp_index[name]]
+        age = self.ages[self.model.stamp_index[name]]
         return Time(None if age < 0 else -age)
 
     def now(self) -> Time:
@@ -144,7 +152,7 @@ class AmountChecker:
     # -- setup --------------------------------------------------------------------------------
 
     def _prepare_nets(self) -> None:
-        env = BlockEnv(self, AbstractBlock(0, (), (), (), (), (), 0), self.space)
+        env = BlockEnv(self, AbstractBlock(0, (), (), (), (), (), 0, ()), self.space)
         for transition in self.model.transitions:
             net: list[Any] = [z3.IntVal(0)] * len(self.model.accounts)
             for posting in transition["postings"]:
@@ -178,11 +186,12 @@ class AmountChecker:
                 AbstractBlock(
                     ctrl=block[0],
                     texts=tuple((self.model.params[i]["name"], str(choice[i])) for i in texts),
-                    ages=tuple(block[lay.ages : lay.ages + lay.stamps]),
+                    zone=tuple(block[lay.zone : lay.zone + lay.zone_size]),
                     fired=tuple(block[lay.fired : lay.fired + lay.transitions]),
                     applied=tuple(block[lay.applied : lay.applied + lay.sites]),
                     approved=tuple(block[lay.tokens + i] >> 1 for i in range(lay.approvals)),
                     reached=block[lay.reached],
+                    compensated=tuple(block[lay.compensated : lay.compensated + lay.sites]),
                 )
             )
         self._blocks = sorted(found, key=_sort_key)
@@ -198,12 +207,32 @@ class AmountChecker:
                 reason = f"the guard of `{transition['id']}` reads amounts"
                 break
         if reason is None:
+            reason = self._refusal_dependence()
+        if reason is None:
             reason = self._ceiling_dependence()
         self._control = reason
         return reason
 
+    def _refusal_dependence(self) -> str | None:
+        """A transfer whose amount is negative for some values is refused for those values only."""
+        env = BlockEnv(self, AbstractBlock(0, (), (), (), (), (), 0, ()), self.space)
+        for transition in self.model.transitions:
+            for posting in transition["postings"]:
+                if not reads_amounts(self.model, posting["amount"]):
+                    continue
+                why = f"the ledger refuses `{transition['id']}` for the values that make its amount negative"
+                try:
+                    amount = env.encoder.number(posting["amount"])
+                except Opaque:
+                    return why
+                check = make_solver(self.timeout_ms)
+                check.add(*self.space.constraints, amount.term < 0)
+                if check.check() != z3.unsat:
+                    return why
+        return None
+
     def _ceiling_dependence(self) -> str | None:
-        env = BlockEnv(self, AbstractBlock(0, (), (), (), (), (), 0), self.space)
+        env = BlockEnv(self, AbstractBlock(0, (), (), (), (), (), 0, ()), self.space)
         for site in self.model.sites:
             if site.ceiling is None or site.amount is None or not reads_amounts(self.model, site.amount):
                 continue
@@ -237,15 +266,20 @@ class AmountChecker:
     def check(self, entry: Json, expr: Json) -> None:
         formulas: dict[int, tuple[Any, AbstractBlock]] = {}
         blocks = self.abstract_blocks()
+        dims = self.model.invariant_dims.get(entry["name"], ())
+        zones = self.explorer.zones
         for block in blocks:
             space = ParamSpace(self.model, "param", text=dict(block.texts))
-            env = BlockEnv(self, block, space)
-            try:
-                bad = z3.simplify(z3.Not(env.encoder.boolean(expr)))
-            except Opaque as why:
-                entry["amounts"] = f"not checked for all values: {why}"
-                return
-            formulas.setdefault(bad.get_id(), (bad, block))
+            # An invariant that reads time is checked in each cell of the block's zone.
+            cells = zones.cells(block.zone, dims) if block.zone else iter([((), block.zone)])
+            for _, zone in cells:
+                env = BlockEnv(self, block, space, zones.point(zone) if zone else ())
+                try:
+                    bad = z3.simplify(z3.Not(env.encoder.boolean(expr)))
+                except Opaque as why:
+                    entry["amounts"] = f"not checked for all values: {why}"
+                    return
+                formulas.setdefault(bad.get_id(), (bad, block))
         violating: list[tuple[Any, Any]] = []  # (formula, a model of it)
         unknown: list[str] = []
         for bad, _ in formulas.values():
@@ -376,4 +410,13 @@ def _constants(expr: Any) -> set[int]:
 
 
 def _sort_key(block: AbstractBlock) -> tuple[Any, ...]:
-    return (block.ctrl, block.fired, block.ages, block.applied, block.approved, block.reached, block.texts)
+    return (
+        block.ctrl,
+        block.fired,
+        block.zone,
+        block.applied,
+        block.compensated,
+        block.approved,
+        block.reached,
+        block.texts,
+    )

@@ -347,11 +347,20 @@ def _multiply(left: Any, right: Any) -> Num:
 
 
 def _divide(left: Any, right: Any) -> Num:
-    """floor(a / b) as the explorer's `_div`; division by zero is left unconstrained."""
+    """floor(a / b) as the explorer's `_div`, for a divisor that is a non-zero constant.
+
+    The explorer makes a quotient by zero undefined (every comparison with it
+    is false); a term cannot say that, so a divisor that may be zero is not
+    modelled: a guard reading it becomes a free choice, a property is not
+    attempted.
+    """
     a, b = _as_num(left), _as_num(right)
+    divisor = concrete(b.term)
+    if divisor is None or divisor == 0:
+        raise Opaque("a division whose divisor may be zero")
     top = a.term * b.den
-    bottom = b.term * a.den
-    quotient = z3.If(bottom > 0, top / bottom, z3.If(bottom < 0, (-top) / (-bottom), z3.FreshInt("div0")))
+    bottom = divisor * a.den
+    quotient = top / bottom if bottom > 0 else (-top) / (-bottom)
     return Num(quotient, 1)
 
 
@@ -533,15 +542,26 @@ def fresh_context() -> Iterator[None]:
         module._main_ctx = saved
 
 
-def solver(timeout_ms: int) -> Any:
-    """A z3 solver whose queries answer `unknown` after `timeout_ms`."""
-    found = z3.Solver()
-    found.set("timeout", timeout_ms)
+# A query's budget is z3's resource limit, which counts work, not time: a
+# wall-clock timeout answers `unknown` or not depending on the machine and
+# its load, and the report must be the same on every run. About 10,000 units
+# are spent per millisecond on a typical machine, so `timeout_ms` keeps its
+# meaning there; the wall clock only backstops a machine many times slower.
+RLIMIT_PER_MS = 10_000
+WALL_CLOCK_BACKSTOP = 6
+
+
+def _limit(found: Any, timeout_ms: int) -> Any:
+    found.set("rlimit", max(timeout_ms, 1) * RLIMIT_PER_MS)
+    found.set("timeout", max(timeout_ms, 1) * WALL_CLOCK_BACKSTOP)
     return found
+
+
+def solver(timeout_ms: int) -> Any:
+    """A z3 solver whose queries answer `unknown` after about `timeout_ms` of work."""
+    return _limit(z3.Solver(), timeout_ms)
 
 
 def optimizer(timeout_ms: int) -> Any:
-    """A z3 optimizer whose queries answer `unknown` after `timeout_ms`."""
-    found = z3.Optimize()
-    found.set("timeout", timeout_ms)
-    return found
+    """A z3 optimizer whose queries answer `unknown` after about `timeout_ms` of work."""
+    return _limit(z3.Optimize(), timeout_ms)

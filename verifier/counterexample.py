@@ -12,30 +12,44 @@ from __future__ import annotations
 from typing import Any
 
 from pactwright.errors import VerifyError
-from pactwright.money import format_money
+from pactwright.money import format_duration, format_money
 from pactwright.verifier.explorer import ExplorationResult, Explorer, Move, State
 from pactwright.verifier.model import Json
 from pactwright.verifier.protocol import PHASE_NAMES, Phase
 from pactwright.verifier.replay import ReplayAgreement, Replayer
+from pactwright.verifier.zones import INF, Dim
 
 
 def _same(a: Move, b: Move) -> bool:
-    return (a.kind, a.agreement, a.name, a.fault, a.site, a.delta) == (
+    return (a.kind, a.agreement, a.name, a.fault, a.site, a.delta, a.cell) == (
         b.kind,
         b.agreement,
         b.name,
         b.fault,
         b.site,
         b.delta,
+        b.cell,
     )
 
 
+def _timeline_clock(move: Move) -> bool:
+    """A clock move of a concrete counterexample: time passes for every agreement."""
+    return move.kind == "clock" and move.agreement < 0
+
+
 def simulate(explorer: Explorer, start: State, moves: list[Move]) -> list[State] | None:
-    """States along `moves` from `start` (agreements unsorted), or None if a move is not enabled."""
+    """States along `moves` from `start` (agreements unsorted), or None if a move is not enabled.
+
+    A concrete clock move (agreement -1, a delay in seconds) lets time pass
+    for every agreement, symbolically: each zone loses its upper bounds.
+    """
     states = [start]
     explorer.symmetry = False
     try:
         for move in moves:
+            if _timeline_clock(move):
+                states.append(explorer.all_later(states[-1]))
+                continue
             nxt = next((succ for m, succ, _ in explorer.successors(states[-1]) if _same(m, move)), None)
             if nxt is None:
                 return None
@@ -98,6 +112,121 @@ def shortest(explorer: Explorer, result: ExplorationResult, state_id: int) -> tu
     return start, moves
 
 
+def concretize(explorer: Explorer, start: State, moves: list[Move], invariant: str) -> list[Move]:
+    """The path on one concrete timeline: each symbolic clock move becomes a delay in seconds.
+
+    Exploration keeps, per agreement, the zone of ages its path allows; the
+    path fixes only which cell of the zone each time-reading guard fired in
+    (and, for an invariant that reads time, a cell where it fails). Those
+    are difference constraints between the times of the events, solved here
+    for the earliest times (Bellman-Ford). Agreements are laid out one after
+    the other, the one that shows the violation last, so that time passing
+    for one agreement never disturbs another's cells. Clock moves that turn
+    out to need no delay are dropped. Raises PW390 when no timeline exists:
+    that would be a verifier bug.
+    """
+    states = simulate(explorer, start, moves)
+    if states is None:
+        raise VerifyError("counterexample path cannot be re-simulated; this is a verifier bug", code="PW390")
+    check = next((fn for name, fn in explorer.invariants if name == invariant), None)
+    dims = explorer.model.invariant_dims.get(invariant, ())
+    _, final_blocks = explorer.split(states[-1])
+    last: int | None = None
+    if check is not None and dims:
+        last = next(
+            (i for i, b in enumerate(final_blocks) if explorer.violating_cell(b, check, dims) is not None), None
+        )
+    involved = list(dict.fromkeys(m.agreement for m in moves))
+    if len(involved) > 1:
+        order = [a for a in involved if a != last] + [a for a in involved if a == last]
+        moves = [m for a in order for m in moves if m.agreement == a]
+        states = simulate(explorer, start, moves)
+        if states is None:
+            raise VerifyError("counterexample cannot be laid out on one timeline; this is a verifier bug", code="PW390")
+    # Difference constraints T[a] - T[b] <= w over the event times; T[0] = 0 is the start.
+    constraints: list[tuple[int, int, int]] = []
+
+    def within(later: int, earlier: int, interval: tuple[int, int]) -> None:
+        low, high = interval
+        if high < INF:
+            constraints.append((later, earlier, high))
+        if low > -INF:
+            constraints.append((earlier, later, -low))
+
+    set_at: dict[tuple[int, int], int] = {}
+
+    def place(index: int, agreement: int, dims: tuple[Dim, ...], key: tuple[int, ...]) -> None:
+        for dim, position in zip(dims, key, strict=True):
+            if position < 0:
+                continue
+            interval = dim.intervals()[position]
+            if dim.kind == "age":
+                within(index, set_at[(agreement, dim.stamp)], interval)
+            else:
+                within(set_at[(agreement, dim.stamp)], set_at[(agreement, dim.other)], interval)
+
+    for index, move in enumerate(moves, start=1):
+        if move.kind == "clock":
+            constraints.append((index - 1, index, 0))
+        else:
+            constraints.extend(((index - 1, index, 0), (index, index - 1, 0)))
+        if move.kind == "command":
+            t = explorer.model.transition_index[move.name]
+            if move.cell is not None:
+                place(index, move.agreement, explorer.guard_dims[t], move.cell)
+            for stamp in explorer.stamp_sets[t]:
+                set_at[(move.agreement, stamp)] = index
+    times: list[int] | None = None
+    if last is not None and check is not None:
+        block = explorer.split(states[-1])[1][last]
+        for key, zone in explorer.cells(block, dims):
+            if key is None or check(explorer.view(block, zone)):
+                continue
+            before = len(constraints)
+            place(len(moves), last, dims, key)
+            times = _earliest(len(moves) + 1, constraints)
+            if times is not None:
+                break
+            del constraints[before:]
+    else:
+        times = _earliest(len(moves) + 1, constraints)
+    if times is None:
+        raise VerifyError("counterexample has no concrete timeline; this is a verifier bug", code="PW390")
+    out: list[Move] = []
+    for index, move in enumerate(moves, start=1):
+        if move.kind != "clock":
+            out.append(move)
+            continue
+        delta = times[index] - times[index - 1]
+        if delta > 0:
+            out.append(Move("clock", -1, "clock", f"+{format_duration(delta)}", delta=delta))
+    return out
+
+
+def _earliest(count: int, constraints: list[tuple[int, int, int]]) -> list[int] | None:
+    """The least times T[0..count) with T[0] = 0 and every T[a] - T[b] <= w, or None if none exist.
+
+    With x = -T each constraint is x[b] <= x[a] + w, an edge a -> b of weight
+    w; shortest distances from T[0] are the largest x, so the earliest T.
+    """
+    dist: list[int | None] = [None] * count
+    dist[0] = 0
+    for _ in range(count):
+        changed = False
+        for a, b, w in constraints:
+            base = dist[a]
+            if base is not None and (dist[b] is None or base + w < dist[b]):  # type: ignore[operator]
+                dist[b] = base + w
+                changed = True
+        if not changed:
+            break
+    else:
+        return None  # still changing after `count` rounds: a negative cycle
+    if any(d is None for d in dist) or dist[0] != 0:
+        return None
+    return [-d for d in dist]  # type: ignore[operator]
+
+
 def _params_of(explorer: Explorer, block: State) -> dict[str, Any]:
     values = explorer.model.param_choices[block[1]]
     return {p["name"]: v for p, v in zip(explorer.model.params, values, strict=True)}
@@ -127,6 +256,7 @@ def replay(
     effect_total: dict[str, dict[str, int]] = {a.agreement: {} for a in agreements}
     approved: dict[str, set[str]] = {a.agreement: set() for a in agreements}
     happened: dict[tuple[int, int], bool] = {}
+    carried: dict[tuple[int, int], int] = {}  # the amount each call carries, fixed at its commit
     steps: list[dict[str, Any]] = []
     sites = explorer.model.sites
     for move in moves:
@@ -137,6 +267,9 @@ def replay(
         elif move.kind == "command":
             assert agr is not None
             extra = _extra(agr, effect_applied, effect_total, approved, replayer, explorer)
+            for s in explorer.sites_of[explorer.model.transition_index[move.name]]:
+                expr = sites[s].amount
+                carried[(move.agreement, s)] = 0 if expr is None else replayer.evaluate(expr, agr, contributions, extra)
             postings = replayer.command(agr, move.name, contributions, extra)
             transition = replayer.transitions[move.name]
             if transition["approval"]:
@@ -151,10 +284,8 @@ def replay(
             if takes_effect and not deduplicated:
                 happened[(move.agreement, move.site)] = True
                 effect_applied[agr.agreement][site.effect] = effect_applied[agr.agreement].get(site.effect, 0) + 1
-                if site.amount is not None:
-                    extra = _extra(agr, effect_applied, effect_total, approved, replayer, explorer)
-                    amount = replayer.evaluate(site.amount, agr, contributions, extra)
-                    effect_total[agr.agreement][site.effect] = effect_total[agr.agreement].get(site.effect, 0) + amount
+                amount = carried.get((move.agreement, move.site), 0)
+                effect_total[agr.agreement][site.effect] = effect_total[agr.agreement].get(site.effect, 0) + amount
         elif (
             move.kind == "compensate"
             and move.site is not None
@@ -163,6 +294,9 @@ def replay(
         ):
             name = sites[move.site].compensation or sites[move.site].effect
             effect_applied[agr.agreement][name] = effect_applied[agr.agreement].get(name, 0) + 1
+            # A compensation carries the amount of the call it undoes.
+            amount = carried.get((move.agreement, move.site), 0)
+            effect_total[agr.agreement][name] = effect_total[agr.agreement].get(name, 0) + amount
         steps.append({"postings": postings, "now": replayer.now})
     # The violation must reproduce on the replayed state.
     for invariant in invariants:

@@ -5,10 +5,10 @@ pointers, so the first violation found of each invariant is a shortest one.
 A state is a global prefix (faults used) followed by one block per
 agreement, sorted so that interchangeable agreements are explored once
 (symmetry reduction). Moves are the environment's: any role issuing any
-enabled command, approvals, the clock jumping to or just past a deadline,
-the outbox worker dispatching effects, faults within the budget, and the
-runtime's strategy after an uncertain outcome, with reconciliation outcomes
-chosen by the environment.
+enabled command, approvals, time passing (each agreement keeps the zone of
+stamp ages its path allows, see `zones.py`), the outbox worker dispatching
+effects, faults within the budget, and the runtime's strategy after an
+uncertain outcome, with reconciliation outcomes chosen by the environment.
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ from fractions import Fraction
 from typing import Any
 
 from pactwright.expr_text import render_expr
-from pactwright.money import Percent, format_duration, format_money
+from pactwright.money import Percent, format_money
 from pactwright.verifier.expressions import ExpressionCompiler, View
 from pactwright.verifier.model import Json, Model
 from pactwright.verifier.protocol import FAULTS, ON_FAILED, ON_UNCERTAIN, TERMINAL, Phase
+from pactwright.verifier.zones import Dim, Zone, Zones
 
 State = tuple[int, ...]
-_UNCAPPED = 2**62
 
 
 @dataclass(frozen=True)
@@ -36,10 +36,12 @@ class Move:
     kind: str  # command | approve | clock | dispatch | fault | runtime | reconcile | abandon | compensate
     agreement: int
     actor: str
-    name: str  # transition id, effect name, or clock delta
+    name: str  # transition id, effect name, "time passes", or a concrete clock delta ("+14d")
     fault: str | None = None
     site: int | None = None
     delta: int | None = None
+    # For a command whose guard reads time: which cell of the agreement's zone it fired from.
+    cell: tuple[int, ...] | None = None
 
 
 @dataclass
@@ -59,14 +61,15 @@ class Layout:
     sites: int
     approvals: int
     accounts: int
+    zone_size: int = 0
 
     @property
-    def ages(self) -> int:
+    def zone(self) -> int:
         return 2
 
     @property
     def fired(self) -> int:
-        return 2 + self.stamps
+        return 2 + self.zone_size
 
     @property
     def phase(self) -> int:
@@ -85,8 +88,23 @@ class Layout:
         return self.applied + self.sites
 
     @property
-    def tokens(self) -> int:
+    def carried(self) -> int:
+        """Per call site: the amount its current call carries (fixed when the transition commits)."""
         return self.compensated + self.sites
+
+    @property
+    def totals(self) -> int:
+        """Per call site: the sum of the amounts its applications carried."""
+        return self.carried + self.sites
+
+    @property
+    def compensated_totals(self) -> int:
+        """Per call site: the sum of the amounts its compensations carried."""
+        return self.totals + self.sites
+
+    @property
+    def tokens(self) -> int:
+        return self.compensated_totals + self.sites
 
     @property
     def balances(self) -> int:
@@ -139,12 +157,14 @@ class Explorer:
     def __init__(self, model: Model, bounds: Bounds) -> None:
         self.model = model
         self.bounds = bounds
+        self.zones = Zones(len(model.stamps), model.clock_maxima)
         self.layout = Layout(
             stamps=len(model.stamps),
             transitions=len(model.transitions),
             sites=len(model.sites),
             approvals=len(model.approval_transitions),
             accounts=len(model.accounts),
+            zone_size=self.zones.size,
         )
         compiler = ExpressionCompiler(model)
         self.compiler = compiler
@@ -165,12 +185,8 @@ class Explorer:
             self.leaf_fns[inv["name"]] = [leaves[k] for k in sorted(leaves)]
         self.external = [bool(a["external"]) for a in model.accounts]
         self.final = [i in model.final for i in range(len(model.states))]
-        # Ages beyond every deadline of a stamp are all alike, so they are capped,
-        # except for stamps compared with other stamps, whose differences matter.
-        self.caps = [
-            _UNCAPPED if i in model.exact_stamps else (max(model.stamp_offsets[i]) + 1 if model.stamp_offsets[i] else 1)
-            for i in range(len(model.stamps))
-        ]
+        self.guard_dims = model.guard_dims
+        self.invariant_dims = [model.invariant_dims[name] for name, _ in self.invariants]
         self.postings = [self._compile_postings(t) for t in model.transitions]
         self.approval_slot = {t: k for k, t in enumerate(model.approval_transitions)}
         self.first_role = [self._actor(t) for t in model.transitions]
@@ -207,8 +223,7 @@ class Explorer:
             block = [0] * lay.width
             block[0] = self.model.initial
             block[1] = choice
-            for i in range(lay.stamps):
-                block[lay.ages + i] = -1
+            block[lay.zone : lay.zone + lay.zone_size] = self.zones.initial()
             block[lay.reached] = 1 << self.model.initial
             blocks.append(tuple(block))
         out: set[State] = set()
@@ -244,9 +259,23 @@ class Explorer:
 
     # -- views -------------------------------------------------------------------
 
-    def view(self, block: State) -> View:
+    def zone(self, block: State) -> Zone:
         lay = self.layout
-        ages = block[lay.ages : lay.ages + lay.stamps]
+        return block[lay.zone : lay.zone + lay.zone_size]
+
+    def ages(self, zone: Zone) -> tuple[int, ...]:
+        """A point of `zone` (the lower bounds); -1 for a stamp never set."""
+        return self.zones.point(zone) if zone else ()
+
+    def view(self, block: State, zone: Zone | None = None) -> View:
+        """The agreement as expressions see it, at a point of `zone` (default: its whole zone).
+
+        Guards and invariants that read time are evaluated once per cell of
+        the zone, at that cell's point: every comparison they make has the
+        same truth value anywhere in the cell.
+        """
+        lay = self.layout
+        ages = self.ages(self.zone(block) if zone is None else zone)
         return View(
             ctrl=block[0],
             p=self.model.param_choices[block[1]],
@@ -255,6 +284,8 @@ class Explorer:
             bal=block[lay.balances : lay.balances + lay.accounts],
             sapp=block[lay.applied : lay.applied + lay.sites],
             comp=block[lay.compensated : lay.compensated + lay.sites],
+            stot=block[lay.totals : lay.totals + lay.sites],
+            ctot=block[lay.compensated_totals : lay.compensated_totals + lay.sites],
             reached=block[lay.reached],
             approved=tuple(block[lay.tokens + i] >> 1 for i in range(lay.approvals)),
             final=self.final[block[0]],
@@ -282,101 +313,123 @@ class Explorer:
                     continue
                 new_blocks = list(blocks)
                 new_blocks[index] = new_block
-                placed = Move(move.kind, index, move.actor, move.name, move.fault, move.site, move.delta)
+                placed = Move(move.kind, index, move.actor, move.name, move.fault, move.site, move.delta, move.cell)
                 yield placed, self.canonical((faults + cost,), new_blocks), edge
-        deltas: set[int] = set()
-        for block in blocks:
-            deltas |= self.clock_deltas(block)
-        for delta in sorted(deltas):
-            aged = [self.aged(block, delta) for block in blocks]
-            yield (
-                Move("clock", -1, "clock", f"+{format_duration(delta)}", delta=delta),
-                self.canonical(head, aged),
-                None,
-            )
 
     def local_moves(self, block: State) -> list[tuple[Move, State, int, str | None]]:
         """Every move of one agreement: (move, new block, faults it costs, edge violation)."""
-        view = self.view(block)
         out: list[tuple[Move, State, int, str | None]] = []
-        out.extend(self._commands(block, view))
+        out.extend(self._commands(block))
         out.extend(self._approvals(block))
         out.extend(self._effects(block))
+        out.extend(self._clock(block))
         return out
 
-    def clock_deltas(self, block: State) -> set[int]:
-        """Time jumps that reach a deadline of this agreement exactly, or just pass it."""
-        lay = self.layout
-        deltas: set[int] = set()
-        for stamp in range(lay.stamps):
-            age = block[lay.ages + stamp]
-            if age < 0:
-                continue
-            for offset in self.model.stamp_offsets[stamp]:
-                if age < offset:
-                    deltas.add(offset - age)
-                if age <= offset:
-                    deltas.add(offset - age + 1)
-        return deltas
+    def _clock(self, block: State) -> Iterator[tuple[Move, State, int, str | None]]:
+        """Time passes for this agreement: any delay at once (its zone loses its upper bounds).
 
-    def aged(self, block: State, delta: int) -> State:
+        Agreements share nothing but the clock, and nothing ever forces a
+        command, so letting each agreement's time pass on its own reaches
+        the same combinations of agreement states as one shared clock; a
+        counterexample is laid out on one timeline afterwards.
+        """
+        zone = self.zone(block)
+        if not zone:
+            return
+        later = self.zones.up(zone)
+        if later == zone:
+            return
         lay = self.layout
         new = list(block)
-        for stamp in range(lay.stamps):
-            age = new[lay.ages + stamp]
-            if age >= 0:
-                new[lay.ages + stamp] = min(age + delta, self.caps[stamp])
-        return tuple(new)
+        new[lay.zone : lay.zone + lay.zone_size] = later
+        yield Move("clock", 0, "clock", "time passes"), tuple(new), 0, None
 
-    def _commands(self, block: State, view: View) -> Iterator[tuple[Move, State, int, str | None]]:
+    def all_later(self, state: State) -> State:
+        """`state` after time passes for every agreement (a concrete counterexample's clock move)."""
+        head, blocks = self.split(state)
         lay = self.layout
-        ctrl = block[0]
+        later = []
+        for block in blocks:
+            zone = self.zone(block)
+            if zone:
+                later.append((*block[: lay.zone], *self.zones.up(zone), *block[lay.zone + lay.zone_size :]))
+            else:
+                later.append(block)
+        return self.canonical(head, later)
+
+    def cells(self, block: State, dims: tuple[Dim, ...]) -> Iterator[tuple[tuple[int, ...] | None, Zone]]:
+        """(cell key, sub-zone) of this agreement's zone along `dims`; key None when no time is read."""
+        zone = self.zone(block)
+        if not dims or not zone:
+            yield None, zone
+            return
+        yield from self.zones.cells(zone, dims)
+
+    def _commands(self, block: State) -> Iterator[tuple[Move, State, int, str | None]]:
+        whole: View | None = None  # the view for guards that do not read time
         for t, sources in enumerate(self.sources):
-            if ctrl not in sources:
+            if block[0] not in sources:
                 continue
             slot = self.approval_slot.get(t)
-            if slot is not None and not block[lay.tokens + slot] & 1:
+            if slot is not None and not block[self.layout.tokens + slot] & 1:
                 continue
-            if not self.guards[t](view):
+            if not self.guard_dims[t]:
+                whole = whole or self.view(block)
+                if self.guards[t](whole):
+                    yield from self._command(block, whole, t, slot, None, self.zone(block))
                 continue
-            busy = [s for s in self.sites_of[t] if not self._idle(block, s)]
-            if busy:
-                if not self.reentry_warned:
-                    self.reentry_warned = True
-                    self.warnings.append(
-                        f"transition `{self.model.transitions[t]['id']}` can fire again while its effect is in flight; "
-                        "those re-entries were not explored"
-                    )
-                continue
-            # The ledger refuses a negative amount (PW753): such a command never commits.
-            refused = any(amount_fn(view) < 0 for amount_fn, _, _ in self.postings[t])
-            for s in self.sites_of[t]:
-                site = self.model.sites[s]
-                amount_fn = self.site_amount[s]
-                if site.ceiling is not None and amount_fn is not None and amount_fn(view) > site.ceiling:
-                    refused = True
-            if refused:
-                continue
-            new = list(block)
-            new[0] = self.targets[t]
-            for stamp in self.stamp_sets[t]:
-                new[lay.ages + stamp] = 0
-            new[lay.fired + t] += 1
-            for s in self.sites_of[t]:
-                new[lay.phase + s] = Phase.PREPARED
-                new[lay.happened + s] = 0
-            if slot is not None:
-                new[lay.tokens + slot] = 2  # consumed: approved(t) holds from now on
-            new[lay.reached] |= 1 << self.targets[t]
-            for amount_fn, source, rule in self.postings[t]:
-                amount = amount_fn(view)
-                for account, delta in self._posting(view, amount, source, rule):
-                    new[lay.balances + account] += delta
-            edge = None
-            if self.final[ctrl] and self.postings[t]:
-                edge = "no_posting_after_final"
-            move = Move("command", 0, self.first_role[t], self.model.transitions[t]["id"])
-            yield move, tuple(new), 0, edge
+            for cell, zone in self.cells(block, self.guard_dims[t]):
+                view = self.view(block, zone)
+                if self.guards[t](view):
+                    yield from self._command(block, view, t, slot, cell, zone)
+
+    def _command(
+        self, block: State, view: View, t: int, slot: int | None, cell: tuple[int, ...] | None, zone: Zone
+    ) -> Iterator[tuple[Move, State, int, str | None]]:
+        lay = self.layout
+        ctrl = block[0]
+        busy = [s for s in self.sites_of[t] if not self._idle(block, s)]
+        if busy:
+            if not self.reentry_warned:
+                self.reentry_warned = True
+                self.warnings.append(
+                    f"transition `{self.model.transitions[t]['id']}` can fire again while its effect is in flight; "
+                    "those re-entries were not explored"
+                )
+            return
+        # The ledger refuses a negative amount (PW753), and no amount at all when it
+        # is undefined (a division by zero): such a command never commits.
+        amounts = [amount_fn(view) for amount_fn, _, _ in self.postings[t]]
+        refused = any(amount is None or amount < 0 for amount in amounts)
+        for s in self.sites_of[t]:
+            site = self.model.sites[s]
+            amount_fn = self.site_amount[s]
+            if site.ceiling is not None and amount_fn is not None:
+                carried = amount_fn(view)
+                refused = refused or carried is None or carried > site.ceiling
+        if refused:
+            return
+        new = list(block)
+        new[0] = self.targets[t]
+        if zone:
+            new[lay.zone : lay.zone + lay.zone_size] = self.zones.reset(zone, self.stamp_sets[t])
+        new[lay.fired + t] += 1
+        for s in self.sites_of[t]:
+            new[lay.phase + s] = Phase.PREPARED
+            new[lay.happened + s] = 0
+            amount_fn = self.site_amount[s]
+            new[lay.carried + s] = amount_fn(view) if amount_fn is not None else 0
+        if slot is not None:
+            new[lay.tokens + slot] = 2  # consumed: approved(t) holds from now on
+        new[lay.reached] |= 1 << self.targets[t]
+        for (_, source, rule), amount in zip(self.postings[t], amounts, strict=True):
+            for account, delta in self._posting(view, amount, source, rule):
+                new[lay.balances + account] += delta
+        edge = None
+        if self.final[ctrl] and self.postings[t]:
+            edge = "no_posting_after_final"
+        move = Move("command", 0, self.first_role[t], self.model.transitions[t]["id"], cell=cell)
+        yield move, tuple(new), 0, edge
 
     def _posting(self, view: View, amount: int, source: int, rule: Json) -> list[tuple[int, int]]:
         index = self.model.account_index
@@ -441,6 +494,7 @@ class Explorer:
                 if strategy == "idempotent" and happened:
                     return  # the provider deduplicates by key
                 new[lay.applied + s] += 1
+                new[lay.totals + s] += new[lay.carried + s]
                 new[lay.happened + s] = 1
 
             if phase == Phase.PREPARED:
@@ -528,6 +582,7 @@ class Explorer:
                 new = list(block)
                 if happened:
                     new[lay.compensated + s] += 1
+                    new[lay.compensated_totals + s] += new[lay.carried + s]
                 new[lay.phase + s] = Phase.COMPENSATED
                 yield (
                     Move("compensate", 0, "worker", site.compensation or site.effect, site=s),
@@ -583,10 +638,15 @@ class Explorer:
         are the whole ledger (one agreement), so the ledger-wide checks run too."""
         lay = self.layout
         out: list[tuple[str, str]] = []
-        view = self.view(block)
-        for name, fn in self.invariants:
-            if not fn(view):
-                out.append((name, self._explain(name, view)))
+        whole = self.view(block)
+        for (name, fn), dims in zip(self.invariants, self.invariant_dims, strict=True):
+            if not dims:
+                if not fn(whole):
+                    out.append((name, self._explain(name, whole)))
+                continue
+            zone = self.violating_cell(block, fn, dims)
+            if zone is not None:
+                out.append((name, self._explain(name, self.view(block, zone))))
         for effect, spec in self.model.effects.items():
             limit = spec.get("max_calls")
             if limit is not None:
@@ -596,6 +656,13 @@ class Explorer:
         if include_global:
             out.extend(self._global_violations(list(block[lay.balances : lay.balances + lay.accounts])))
         return out
+
+    def violating_cell(self, block: State, fn: Callable[[View], Any], dims: tuple[Dim, ...]) -> Zone | None:
+        """The first cell of the agreement's zone where `fn` is false (a time when the invariant fails), or None."""
+        for _, zone in self.cells(block, dims):
+            if not fn(self.view(block, zone)):
+                return zone
+        return None
 
     def _global_violations(self, totals: list[int]) -> list[tuple[str, str]]:
         out: list[tuple[str, str]] = []
@@ -626,7 +693,7 @@ class Explorer:
         """Breadth-first search over compact states: (faults, sorted agreement block ids).
 
         Agreement blocks are interned once; everything that depends on one
-        block alone (its moves, its clock jumps, its invariant verdicts) is
+        block alone (its moves, time passing, its invariant verdicts) is
         computed once per block and cached, so the hot loop is mostly tuple
         building and dict lookups.
         """
@@ -635,8 +702,6 @@ class Explorer:
         block_id: dict[State, int] = {}
         blocks: list[State] = []
         local: list[list[tuple[int, int, str | None, str | None]] | None] = []
-        deltas: list[frozenset[int] | None] = []
-        aged: dict[tuple[int, int], int] = {}
         block_violations: list[list[tuple[str, str]]] = []
         block_balances: list[tuple[int, ...]] = []
         phases: dict[int, set[int]] = {s.index: set() for s in self.model.sites}
@@ -652,7 +717,6 @@ class Explorer:
             block_id[block] = bid
             blocks.append(block)
             local.append(None)
-            deltas.append(None)
             block_balances.append(block[lay.balances : lay.balances + lay.accounts])
             block_violations.append(self._block_violations(block, include_global=not shared_check))
             reached.add(block[0])
@@ -669,21 +733,6 @@ class Explorer:
                 ]
                 local[bid] = cached
             return cached
-
-        def deltas_of(bid: int) -> frozenset[int]:
-            cached = deltas[bid]
-            if cached is None:
-                cached = frozenset(self.clock_deltas(blocks[bid]))
-                deltas[bid] = cached
-            return cached
-
-        def aged_of(bid: int, delta: int) -> int:
-            key = (bid, delta)
-            found = aged.get(key)
-            if found is None:
-                found = intern(self.aged(blocks[bid], delta))
-                aged[key] = found
-            return found
 
         states: list[tuple[int, ...]] = []
         parents: list[int] = []
@@ -751,11 +800,6 @@ class Explorer:
                             target = add(succ, sid, depth + 1)
                         violations[edge] = Violation(edge, target, "a posting after a final state", edge=True)
                     successors.append(succ)
-            clock: set[int] = set()
-            for bid in ids:
-                clock |= deltas_of(bid)
-            for delta in clock:
-                successors.append((faults, *sorted(aged_of(bid, delta) for bid in ids)))
             edges += len(successors)
             for succ in successors:
                 if succ in index:

@@ -4,7 +4,10 @@ Guards and invariants are evaluated on every explored state, so they are
 compiled once into lambdas rather than interpreted per state. Time values are
 relative to now: `now` is 0 and a stamp taken `age` seconds ago is `-age`;
 an unset stamp is None, and any comparison involving None is false (a
-deadline that was never started cannot have passed).
+deadline that was never started cannot have passed). A division by zero is
+undefined in the same way: its quotient is None, arithmetic on it stays None,
+and a comparison with it is false; a transfer whose amount is undefined never
+commits.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from pactwright.verifier.model import Json, Model
 class View:
     """One agreement as expressions see it; built per state by the explorer."""
 
-    __slots__ = ("approved", "bal", "comp", "ctrl", "final", "fired", "p", "reached", "sapp", "stamps")
+    __slots__ = ("approved", "bal", "comp", "ctot", "ctrl", "final", "fired", "p", "reached", "sapp", "stamps", "stot")
 
     def __init__(
         self,
@@ -35,6 +38,8 @@ class View:
         approved: tuple[int, ...],
         final: bool,
         comp: tuple[int, ...] = (),
+        stot: tuple[int, ...] = (),
+        ctot: tuple[int, ...] = (),
     ) -> None:
         self.ctrl = ctrl
         self.p = p
@@ -43,6 +48,8 @@ class View:
         self.bal = bal
         self.sapp = sapp
         self.comp = comp  # per call site: how often its compensation effect was applied
+        self.stot = stot  # per call site: the sum of the amounts its applications carried
+        self.ctot = ctot  # per call site: the sum of the amounts its compensations carried
         self.reached = reached
         self.approved = approved
         self.final = final
@@ -52,6 +59,18 @@ def _floor(value: Any) -> int:
     if isinstance(value, Fraction):
         return value.numerator // value.denominator
     return int(value)
+
+
+def _pmul(a: Any, b: Any) -> Any:
+    return None if a is None or b is None else a * b
+
+
+def _pfloor(value: Any) -> Any:
+    return None if value is None else _floor(value)
+
+
+def _pneg(value: Any) -> Any:
+    return None if value is None else -value
 
 
 def _div(a: Any, b: Any) -> Any:
@@ -81,6 +100,9 @@ def _time_cmp(op: Callable[[Any, Any], bool]) -> Callable[[Any, Any], bool]:
 _HELPERS: dict[str, Any] = {
     "_floor": _floor,
     "_div": _div,
+    "_pmul": _pmul,
+    "_pfloor": _pfloor,
+    "_pneg": _pneg,
     "_tadd": _time_op(operator.add),
     "_tsub": _time_op(operator.sub),
     "_Fraction": Fraction,
@@ -115,7 +137,8 @@ class ExpressionCompiler:
             text: str = method(expr)
             return text
         args = [self.source(a) for a in expr.get("args", [])]
-        timed = any(a["type"] in ("time",) for a in expr.get("args", []))
+        # Values that may be None (an unset stamp, a quotient by zero) go through None-safe helpers.
+        timed = any(_partial(a) for a in expr.get("args", []))
         if op in _CMP_NAMES:
             if timed:
                 return f"_t{_CMP_NAMES[op]}({args[0]}, {args[1]})"
@@ -126,8 +149,10 @@ class ExpressionCompiler:
             return f"({args[0]} {op} {args[1]})"
         if op == "*":
             kinds = {a["type"] for a in expr["args"]}
-            product = f"({args[0]} * {args[1]})"
-            return f"_floor{product}" if "percent" in kinds and expr["type"] == "money" else product
+            product = f"_pmul({args[0]}, {args[1]})" if timed else f"({args[0]} * {args[1]})"
+            if "percent" in kinds and expr["type"] == "money":
+                return f"_pfloor({product})" if timed else f"_floor{product}"
+            return product
         if op == "/":
             return f"_div({args[0]}, {args[1]})"
         if op == "and":
@@ -139,7 +164,7 @@ class ExpressionCompiler:
         if op == "not":
             return f"(not {args[0]})"
         if op == "neg":
-            return f"(-{args[0]})"
+            return f"_pneg({args[0]})" if timed else f"(-{args[0]})"
         raise VerifyError(f"unknown expression operator `{op}` in the model", code="PW304")
 
     def _op_lit(self, expr: Json) -> str:
@@ -181,15 +206,13 @@ class ExpressionCompiler:
         return f"v.fired[{self.model.transition_index[expr['name']]}]"
 
     def _op_total(self, expr: Json) -> str:
-        parts = []
-        for index in self.sites_of.get(expr["name"], []):
-            amount = self.model.sites[index].amount
-            if amount is not None:
-                parts.append(f"v.sapp[{index}] * {self.source(amount)}")
+        # Each application carries the amount fixed when its transition committed
+        # (an amount such as `balance(escrow)` changes with that very commit).
+        parts = [f"v.stot[{index}]" for index in self.sites_of.get(expr["name"], [])]
         for site in self.model.sites:
             # A compensation carries the amount of the call it undoes.
             if site.compensation == expr["name"] and site.amount is not None:
-                parts.append(f"v.comp[{site.index}] * {self.source(site.amount)}")
+                parts.append(f"v.ctot[{site.index}]")
         return "(" + " + ".join(parts) + ")" if parts else "0"
 
     def _op_reached(self, expr: Json) -> str:
@@ -208,3 +231,8 @@ class ExpressionCompiler:
         code = f"lambda v: {self.source(expr)}"
         compiled: Callable[[View], Any] = eval(code, dict(_HELPERS))  # noqa: S307 - source built from the model's own tree
         return compiled
+
+
+def _partial(expr: Json) -> bool:
+    """Whether `expr` may be None: it reads a stamp (maybe unset) or divides (maybe by zero)."""
+    return expr["op"] in ("/", "stamp") or any(_partial(a) for a in expr.get("args", []))

@@ -14,6 +14,7 @@ from typing import Any
 
 from pactwright.errors import VerifyError
 from pactwright.money import Percent
+from pactwright.verifier.zones import INF, Dim
 
 Json = dict[str, Any]
 MODEL_FORMAT = "pactwright.model/1"
@@ -52,7 +53,8 @@ class Model:
     account_index: dict[str, int]
     stamps: list[str]
     stamp_index: dict[str, int]
-    stamp_offsets: dict[int, list[int]]  # stamp -> deadline offsets in seconds
+    # Per stamp: the largest value its age is compared with, plus one (ages beyond are alike).
+    clock_maxima: list[int]
     params: list[Json]
     param_index: dict[str, int]
     param_choices: list[tuple[Any, ...]]  # every combination of param samples
@@ -62,8 +64,11 @@ class Model:
     roles: dict[str, Json]
     bounds: Json
     approval_transitions: list[int] = field(default_factory=list)
-    # Stamps compared with other stamps: their ages are never capped.
+    # Stamps compared with other stamps: their zones are never extrapolated.
     exact_stamps: frozenset[int] = frozenset()
+    # The time dimensions each guard (by transition index) and invariant (by name) reads.
+    guard_dims: list[tuple[Dim, ...]] = field(default_factory=list)
+    invariant_dims: dict[str, tuple[Dim, ...]] = field(default_factory=dict)
 
     @property
     def state_final(self) -> list[bool]:
@@ -132,55 +137,62 @@ def _time_comparisons(expr: Json | None) -> list[Json]:
     return found
 
 
-def _deadlines(doc: Json, stamp_index: dict[str, int], fixed: dict[str, int]) -> tuple[dict[int, set[int]], set[int]]:
-    """Deadline offsets per stamp, and stamps compared with each other.
+def _dims(expr: Json | None, stamp_index: dict[str, int], fixed: dict[str, int]) -> tuple[Dim, ...]:
+    """The time dimensions `expr` reads, each with the values where its comparisons change.
 
-    Every comparison of time is normalised to `now - stamp  OP  seconds` (a
-    deadline the clock must be able to reach exactly and just pass) or
-    `stamp1 - stamp2  OP  seconds` (whose stamps must keep exact ages). Any
-    other shape is refused: silently dropping a deadline would leave its
-    transition unreachable and make invariants about it pass vacuously.
+    Every comparison of time is normalised to `now - stamp  OP  D` (the age of
+    one stamp against a fixed duration) or `stamp1 - stamp2  OP  D` (two
+    stamps against each other). Any other shape is refused: silently dropping
+    a deadline would leave its transition unreachable and make invariants
+    about it pass vacuously.
     """
     from pactwright.expr_text import render_expr
 
-    offsets: dict[int, set[int]] = {i: set() for i in stamp_index.values()}
-    exact: set[int] = set()
-    expressions = [t["guard"] for t in doc["transitions"]] + [i["expr"] for i in doc["invariants"]]
-    for expr in expressions:
-        for comparison in _time_comparisons(expr):
-            left, right = (_linear(a, fixed) for a in comparison["args"])
-            if left is None or right is None:
-                form = None
-            else:
-                stamps = dict(left[1])
-                for name, coef in right[1].items():
-                    stamps[name] = stamps.get(name, 0) - coef
-                form = (left[0] - right[0], {k: v for k, v in stamps.items() if v}, left[2] - right[2])
-            unknown = form is not None and any(name not in stamp_index for name in form[1])
-            if form is None or unknown:
-                raise VerifyError(
-                    f"the verifier cannot place the time comparison `{render_expr(comparison)}`",
-                    code="PW303",
-                    hint="write deadlines as `now >= STAMP + DURATION` with fixed durations",
-                )
-            now, stamps, constant = form
-            if now == 0 and not stamps:
-                continue
-            if abs(now) == 1 and len(stamps) == 1 and next(iter(stamps.values())) == -now:
-                # now - stamp + constant OP 0  (up to sign): the deadline is at age -constant*sign.
-                offset = -constant * now
-                if offset > 0:
-                    offsets[stamp_index[next(iter(stamps))]].add(offset)
-                continue
-            if now == 0 and sorted(stamps.values()) == [-1, 1]:
-                exact.update(stamp_index[name] for name in stamps)
-                continue
+    points: dict[tuple[str, int, int], set[int]] = {}
+    for comparison in _time_comparisons(expr):
+        left, right = (_linear(a, fixed) for a in comparison["args"])
+        if left is None or right is None:
+            form = None
+        else:
+            stamps = dict(left[1])
+            for name, coef in right[1].items():
+                stamps[name] = stamps.get(name, 0) - coef
+            form = (left[0] - right[0], {k: v for k, v in stamps.items() if v}, left[2] - right[2])
+        unknown = form is not None and any(name not in stamp_index for name in form[1])
+        if form is None or unknown:
             raise VerifyError(
                 f"the verifier cannot place the time comparison `{render_expr(comparison)}`",
                 code="PW303",
-                hint="compare `now` with one stamp plus a fixed duration, or two stamps with each other",
+                hint="write deadlines as `now >= STAMP + DURATION` with fixed durations",
             )
-    return offsets, exact
+        now, stamps, constant = form
+        if now == 0 and not stamps:
+            continue
+        if now and len(stamps) == 1 and next(iter(stamps.values())) == -now:
+            # now*(now - stamp) + constant OP 0: the age is compared with -constant/now;
+            # over whole seconds the comparison changes at its ceiling or just past its floor.
+            key = ("age", stamp_index[next(iter(stamps))], -1)
+            points.setdefault(key, set()).update(p for p in _crossings(-constant, now) if p > 0)
+            continue
+        if now == 0 and len(stamps) == 2 and sum(stamps.values()) == 0:
+            coef = max(stamps.values())
+            plus = next(name for name, c in stamps.items() if c == coef)
+            minus = next(name for name, c in stamps.items() if c == -coef)
+            # coef*(plus - minus) + constant OP 0: the difference is compared with -constant/coef.
+            key = ("diff", stamp_index[plus], stamp_index[minus])
+            points.setdefault(key, set()).update(_crossings(-constant, coef))
+            continue
+        raise VerifyError(
+            f"the verifier cannot place the time comparison `{render_expr(comparison)}`",
+            code="PW303",
+            hint="compare `now` with one stamp plus a fixed duration, or two stamps with each other",
+        )
+    return tuple(Dim(kind, s, other, tuple(sorted(found))) for (kind, s, other), found in sorted(points.items()))
+
+
+def _crossings(top: int, bottom: int) -> tuple[int, int]:
+    """Where a comparison of a whole number x with top/bottom can change: ceil and floor + 1."""
+    return (-(-top // bottom), top // bottom + 1)
 
 
 def load_model(doc: Json) -> Model:
@@ -196,7 +208,18 @@ def load_model(doc: Json) -> Model:
     fixed_durations = {p["name"]: int(p["fixed"]) for p in params if p["type"] == "duration" and "fixed" in p}
     stamps = sorted({s for t in transitions for s in t["stamps"]})
     stamp_index = {s: i for i, s in enumerate(stamps)}
-    offsets, exact_stamps = _deadlines(doc, stamp_index, fixed_durations)
+    guard_dims = [_dims(t["guard"], stamp_index, fixed_durations) for t in transitions]
+    invariant_dims = {i["name"]: _dims(i["expr"], stamp_index, fixed_durations) for i in doc["invariants"]}
+    exact_stamps: set[int] = set()
+    maxima = [0] * len(stamps)
+    for dims in [*guard_dims, *invariant_dims.values()]:
+        for dim in dims:
+            if dim.kind == "diff":
+                exact_stamps.update((dim.stamp, dim.other))
+            elif dim.points:
+                maxima[dim.stamp] = max(maxima[dim.stamp], dim.points[-1])
+    for stamp in exact_stamps:
+        maxima[stamp] = INF
     sample_lists = []
     for param in params:
         if "fixed" in param:
@@ -237,8 +260,10 @@ def load_model(doc: Json) -> Model:
         account_index={a["name"]: i for i, a in enumerate(doc["accounts"])},
         stamps=stamps,
         stamp_index=stamp_index,
-        stamp_offsets={i: sorted(v) for i, v in offsets.items()},
+        clock_maxima=maxima,
         exact_stamps=frozenset(exact_stamps),
+        guard_dims=guard_dims,
+        invariant_dims=invariant_dims,
         params=params,
         param_index={p["name"]: i for i, p in enumerate(params)},
         param_choices=list(product(*sample_lists)),

@@ -67,7 +67,7 @@ def _value(expr: Json, agr: ReplayAgreement, now: int, balances: dict[str, int],
     if op == "not":
         return not values[0]
     if op == "neg":
-        return -values[0]
+        return None if values[0] is None else -values[0]
     if op == "and":
         return values[0] and values[1]
     if op == "or":
@@ -96,6 +96,8 @@ def _value(expr: Json, agr: ReplayAgreement, now: int, balances: dict[str, int],
         product = Fraction(left) * Fraction(right)
         return product.numerator // product.denominator
     if op == "/":
+        if right == 0:
+            return None  # undefined: comparisons with it are false, as in the explorer
         quotient = Fraction(left) / Fraction(right)
         return quotient.numerator // quotient.denominator
     raise VerifyError(f"replay cannot evaluate `{op}`", code="PW391")

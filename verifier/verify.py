@@ -61,6 +61,7 @@ def counterexamples(
         violation = result.violations[name]
         start, moves = cx.shortest(explorer, result, violation.state_id)
         moves = cx.minimize(explorer, start, moves, name)
+        moves = cx.concretize(explorer, start, moves, name)
         key = (start, tuple((m.kind, m.agreement, m.name, m.fault, m.site, m.delta) for m in moves))
         if key in by_path:
             entry = found[by_path[key]]
@@ -218,9 +219,46 @@ def _limits(options: VerifyOptions, result: ExplorationResult, model: Model) -> 
         "provider errors; reconciliation lookups are assumed truthful",
         "budgets (turns, model calls, tool calls, active time) and approval identities beyond one approver per role",
     ]
+    # The limits of docs/verifier.md ("What it does not check") that this policy runs into.
+    if any(t["postings"] for t in model.transitions):
+        limits.append(
+            "ledger delivery: postings are taken as atomic with the commit; duplicate deliveries, a crash between "
+            "the commit and the outbox, and racing commands are left to the runtime's version check and the "
+            "ledger's deduplication by reference"
+        )
+    if model.sites:
+        limits.append(
+            "an agreement parked while an effect is uncertain (its other commands are explored as if it were not), "
+            "and a transition firing again while its own effect is still in flight (not explored)"
+        )
+    if any(s.strategy == "idempotent" for s in model.sites):
+        limits.append(
+            "which payload fields make up an idempotency key: deduplication is modelled per call of an effect"
+        )
+    if any(s.compensation for s in model.sites):
+        limits.append(
+            "faults while a compensating effect runs: each compensation is modelled as applied exactly once "
+            "when its call happened"
+        )
+    if any(_reads_effect(t["guard"], model) for t in model.transitions):
+        limits.append(
+            "guards on `applied(EFFECT)` or `total(EFFECT)` read whether the effect really happened, "
+            "which the runtime cannot know after a lost response"
+        )
     if not result.exhausted:
         limits.insert(0, f"states beyond depth {result.depth_reached} or beyond the first {len(result.states)} states")
     return limits
+
+
+def _reads_effect(expr: Json | None, model: Model) -> bool:
+    """Whether `expr` reads the effect protocol: `applied(EFFECT)` or `total(EFFECT)`."""
+    if expr is None:
+        return False
+    if expr["op"] == "total" or (
+        expr["op"] == "applied" and (expr.get("value") == "effect" or expr["name"] not in model.transition_index)
+    ):
+        return True
+    return any(_reads_effect(a, model) for a in expr.get("args", []))
 
 
 class TerminalProgress:
