@@ -114,11 +114,20 @@ def _no_constant(text: str) -> Any:
     raise CanonicalError(f"`{text}` is not JSON", code="PW016")
 
 
-def load_json(data: bytes, *, require_canonical: bool = False) -> Any:
+def _big_int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:  # beyond Python's integer-string digit limit
+        raise CanonicalError(f"integer of {len(text)} digits is too long", code="PW013") from None
+
+
+def load_json(data: bytes, *, require_canonical: bool = False, big_ints: bool = False) -> Any:
     """Parse strict JSON: UTF-8, no duplicate keys, no floats, no NaN, no integer beyond 2**53.
 
-    With `require_canonical`, the bytes must also be exactly the RFC 8785
-    encoding of what they parse to, so a document's hash is a function of its
+    `big_ints` admits integers of any size (ledger balances in minor units may
+    exceed 2**53); such documents are inputs, never hashed. With
+    `require_canonical`, the bytes must also be exactly the RFC 8785 encoding
+    of what they parse to, so a document's hash is a function of its
     meaning and a re-encoded (or padded) file is refused.
     """
     try:
@@ -129,7 +138,7 @@ def load_json(data: bytes, *, require_canonical: bool = False) -> Any:
         value = json.loads(
             text,
             object_pairs_hook=_no_duplicates,
-            parse_int=_safe_int,
+            parse_int=_big_int if big_ints else _safe_int,
             parse_float=_no_float,
             parse_constant=_no_constant,
         )

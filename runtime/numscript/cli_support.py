@@ -10,10 +10,10 @@ units (`"6490"`), as everywhere at pactwright's JSON boundaries.
 
 from __future__ import annotations
 
-import json
 import re
-from typing import Final, NoReturn
+from typing import Final
 
+from pactwright.canonical import load_json
 from pactwright.errors import CanonicalError, LedgerError, UsageError
 
 from ._parser import parse_program
@@ -52,31 +52,11 @@ def run_from_json(program_text: str, vars_json: bytes, balances_json: bytes | No
 
 
 def _strict_loads(data: bytes, what: str) -> object:
-    def no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
-        out: dict[str, object] = {}
-        for key, value in pairs:
-            if key in out:
-                raise CanonicalError(f"{what}: duplicate key `{key}`", code="PW015", field=key)
-            out[key] = value
-        return out
-
-    def no_float(text: str) -> NoReturn:
-        raise CanonicalError(f"{what}: float `{text}` is not allowed, use an integer or a string", code="PW011")
-
-    def no_constant(text: str) -> NoReturn:
-        raise CanonicalError(f"{what}: `{text}` is not allowed", code="PW016")
-
+    """The kernel's strict JSON reader, with big integers allowed and the document named."""
     try:
-        return json.loads(
-            data.decode("utf-8"),
-            object_pairs_hook=no_duplicates,
-            parse_float=no_float,
-            parse_constant=no_constant,
-        )
-    except UnicodeDecodeError:
-        raise CanonicalError(f"{what}: not valid utf-8", code="PW017") from None
-    except ValueError as exc:  # JSONDecodeError, or an integer beyond the digit limit
-        raise CanonicalError(f"{what}: invalid json ({str(exc).splitlines()[0]})", code="PW018") from None
+        return load_json(data, big_ints=True)
+    except CanonicalError as exc:
+        raise CanonicalError(f"{what}: {exc.message}", code=exc.code) from None
 
 
 def _load_variables(data: bytes) -> dict[str, str]:
