@@ -169,10 +169,15 @@ class RuleDecl(Node):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EffectField(Node):
-    """One field of an effect; `args` are its operands in written order."""
+    """One field of an effect; `args` are its operands in written order.
+
+    `amount EXPR` is the one field whose operand is an expression: its `args`
+    are empty and `expr` holds it.
+    """
 
     key: str
     args: tuple[Ident | StringLit | NumberLit, ...]
+    expr: Expr | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -226,8 +231,11 @@ class TransferField(Node):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CallField(Node):
+    """`call EFFECT [amount EXPR]`: the amount, when given, is what this call carries."""
+
     kind: Literal["call"] = "call"
     effect: Ident
+    amount: Expr | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

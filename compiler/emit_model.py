@@ -1,5 +1,9 @@
 """`model.json`: the finite model the verifier explores.
 
+Each effect, and each call of one in a transition, says whether it moves
+money (`money_moving`, defined in `compiler/payload.py`); each call's
+`amount` is exactly the amount the policy declares for it, or null.
+
 The verifier reads only this file (and, for replay, `transitions.json` and
 the ledger programs), never compiler internals. The model names its
 deadlines, the sample values each ranged param takes, which accounts are

@@ -94,6 +94,16 @@ class ExpressionTyper:
                 return None
         return node
 
+    def lower_amount(self, expr: ast.Expr) -> Expr | None:
+        """The typed tree of an effect's declared amount, of whatever type it has.
+
+        Unlike `lower(expr, "money")` it reports no type error: the effect
+        checks say what an amount must be (PW160). An integer literal is
+        whole currency units, as everywhere beside money.
+        """
+        node = self.lower(expr)
+        return None if node is None else self._coerce(node, "money")
+
     def _coerce(self, node: Expr, target: str) -> Expr:
         if node.op == "lit" and node.type == "int" and target == "money":
             assert node.value is not None

@@ -255,6 +255,8 @@ class _Printer:
                 return _quote(node.value)
             return self.lit.money(node.text) if efield.key == "ceiling" else self.lit.number(node.text)
 
+        if efield.key == "amount" and efield.expr is not None:
+            return self._wrapped("amount", efield.expr, 1)
         args = [arg(a) for a in efield.args]
         if efield.key == "compensate":
             return f"strategy compensate with {args[0]}"
@@ -278,7 +280,9 @@ class _Printer:
         elif isinstance(tfield, ast.StampField):
             self._emit(1, f"stamp {tfield.name.name}", tfield.span)
         elif isinstance(tfield, ast.CallField):
-            self._emit(1, f"call {tfield.effect.name}", tfield.span)
+            head = f"call {tfield.effect.name}"
+            text = head if tfield.amount is None else self._wrapped(f"{head} amount", tfield.amount, 1)
+            self._emit(1, text, tfield.span)
         elif isinstance(tfield, ast.ApprovalField):
             suffix = " not requester" if tfield.not_requester else ""
             self._emit(1, f"approval by {tfield.role.name}{suffix}", tfield.span)

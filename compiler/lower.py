@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from pactwright.candidate import Candidate, Effect, Expr, Param, Transfer, Transition
+from pactwright.compiler.payload import call_amount, money_moving_effects
 from pactwright.money import Percent
 
 TRANSITIONS_FORMAT = "pactwright.transitions/1"
@@ -102,24 +103,28 @@ def _posting(transfer: Transfer, index: int, params: dict[str, Param]) -> Json:
     }
 
 
-def _effect_amount(effect: Effect, transition: Transition, params: dict[str, Param]) -> Expr | None:
-    """The money an effect's application carries, for `total(EFFECT)` and ceilings.
+def _effect_json(effect: Effect, moving: frozenset[str]) -> Json:
+    """An effect as the artifacts describe it, with whether it moves money (`compiler/payload.py`)."""
+    out = effect.model_dump(mode="json", exclude_none=True) | {"money_moving": effect.name in moving}
+    if effect.amount is not None:
+        out["amount"] = expr_json(effect.amount)  # the artifacts' expression form, as in every call
+    return out
 
-    A money param among the effect's protected key fields names it; failing
-    that, the single transfer of the calling transition; otherwise the effect
-    carries no money.
+
+def _call_json(effect: Effect, site_amount: Expr | None, moving: frozenset[str]) -> Json:
+    """One call site: its effect's strategy and risk, and exactly the amount it declares.
+
+    The amount is what the policy states (`amount EXPR` in the effect, or
+    `call E amount EXPR`), null for an effect that moves no money; it is never
+    derived from the transition's transfers or the effect's key.
     """
-    for name in effect.key:
-        param = params.get(name)
-        if param is not None and param.type == "money":
-            return Expr(op="param", type="money", name=name)
-    if len(transition.transfers) == 1:
-        return transition.transfers[0].amount
-    return None
-
-
-def _effect_json(effect: Effect) -> Json:
-    return effect.model_dump(mode="json", exclude_none=True)
+    return {
+        "effect": effect.name,
+        "strategy": _effect_json(effect, moving).get("strategy"),
+        "risk": effect.risk,
+        "amount": expr_json(call_amount(effect.amount, site_amount)),
+        "money_moving": effect.name in moving,
+    }
 
 
 def _ledger_vars(transition: Transition, postings: list[Json], candidate: Candidate) -> list[Json]:
@@ -152,6 +157,7 @@ def lower(candidate: Candidate, candidate_hash: str) -> Json:
     """The transition table: states, accounts, params and resolved transitions."""
     params = {p.name: p for p in candidate.params}
     effects = {e.name: e for e in candidate.effects}
+    moving = money_moving_effects(candidate)
     transitions: list[Json] = []
     for transition in candidate.transitions:
         postings = [_posting(t, i, params) for i, t in enumerate(transition.transfers)]
@@ -164,15 +170,7 @@ def lower(candidate: Candidate, candidate_hash: str) -> Json:
             "guard": expr_json(transition.guard),
             "stamps": list(transition.stamps),
             "postings": postings,
-            "effects": [
-                {
-                    "effect": name,
-                    "strategy": _effect_json(effects[name]).get("strategy"),
-                    "risk": effects[name].risk,
-                    "amount": expr_json(_effect_amount(effects[name], transition, params)),
-                }
-                for name in transition.calls
-            ],
+            "effects": [_call_json(effects[name], amount, moving) for name, amount in transition.call_sites()],
             "approval": transition.approval.model_dump(mode="json") if transition.approval else None,
             "ledger": None,
         }
@@ -199,7 +197,7 @@ def lower(candidate: Candidate, candidate_hash: str) -> Json:
         ],
         "states": [s.model_dump(mode="json") for s in candidate.states],
         "rules": [r.model_dump(mode="json") for r in candidate.rules],
-        "effects": [_effect_json(e) for e in candidate.effects],
+        "effects": [_effect_json(e, moving) for e in candidate.effects],
         "budget": candidate.budget.model_dump(mode="json", exclude_none=True) if candidate.budget else None,
         "transitions": transitions,
         "invariants": [{"name": i.name, "clause": i.clause, "expr": expr_json(i.expr)} for i in candidate.invariants],

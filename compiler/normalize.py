@@ -12,6 +12,7 @@ from pactwright.candidate import (
     Account,
     Approval,
     Budget,
+    Call,
     Candidate,
     CurrencySpec,
     Effect,
@@ -61,8 +62,10 @@ def _param(decl: ast.ParamDecl, scale: int) -> Param:
     )
 
 
-def _effect(decl: ast.EffectDecl, scale: int) -> Effect:
+def _effect(decl: ast.EffectDecl, scale: int, amount: Expr | None) -> Effect:
     fields: dict[str, object] = {"name": decl.name.name}
+    if amount is not None:
+        fields["amount"] = amount
     scopes: list[str] = []
     egress: list[Egress] = []
     for efield in decl.fields:
@@ -119,7 +122,7 @@ def _transition(decl: ast.TransitionDecl, ctx: CheckContext, spans: SourceMap) -
     roles: list[str] = []
     stamps: set[str] = set()
     transfers: list[Transfer] = []
-    calls: list[str] = []
+    calls: list[str | Call] = []
     approval: Approval | None = None
     for tfield in decl.fields:
         if isinstance(tfield, ast.ByField):
@@ -142,7 +145,10 @@ def _transition(decl: ast.TransitionDecl, ctx: CheckContext, spans: SourceMap) -
             )
         elif isinstance(tfield, ast.CallField):
             spans[f"{key}/call/{len(calls)}"] = tfield.span
-            calls.append(tfield.effect.name)
+            site_amount = ctx.call_amounts.get((decl.name.name, len(calls)))
+            calls.append(
+                tfield.effect.name if site_amount is None else Call(effect=tfield.effect.name, amount=site_amount)
+            )
         elif isinstance(tfield, ast.ApprovalField):
             spans[f"{key}/approval"] = tfield.span
             approval = Approval(role=tfield.role.name, not_requester=tfield.not_requester)
@@ -207,7 +213,7 @@ def normalize(ctx: CheckContext) -> tuple[Candidate, SourceMap]:
         ),
         budget=budget,
         rules=tuple(Rule(risk=r, decision=d.decision) for r, d in sorted(sym.rules.items())),
-        effects=tuple(_effect(d, scale) for _, d in sorted(sym.effects.items())),
+        effects=tuple(_effect(d, scale, ctx.effect_amounts.get(n)) for n, d in sorted(sym.effects.items())),
         states=tuple(
             State(
                 name=n,

@@ -24,6 +24,13 @@ from pactwright.diagnostics import Diagnostic, Severity, Span
 # policy never reads ambiguously to a human.
 KEYWORDS: frozenset[str] = frozenset()
 
+# Grammar words that are keywords only where the parser accepts them and
+# names everywhere else. `amount` is one, because `param amount: money ...` is
+# the natural name of a refund's amount; the contextual lexer never offers it
+# where a name may stand (an effect field, or right after `call NAME`), so
+# `amount amount` in an effect reads unambiguously. They are not reserved.
+CONTEXTUAL_KEYWORDS: frozenset[str] = frozenset({"amount"})
+
 # Deepest syntax tree accepted (declarations take ~4 levels, the rest is
 # expression nesting). Later stages recurse over expressions and pydantic
 # refuses to serialize models nested ~250 deep, so the limit is enforced here,
@@ -286,6 +293,10 @@ class _Builder(Transformer[Token, ast.PolicyAst]):
     def eff_consequence(self, meta: Any, items: list[Any]) -> ast.EffectField:
         return self._field(meta, "consequence", items)
 
+    @v_args(meta=True)
+    def eff_amount(self, meta: Any, items: list[Any]) -> ast.EffectField:
+        return ast.EffectField(span=_meta_span(meta), key="amount", args=(), expr=items[0])
+
     # Transitions and invariants ---------------------------------------------
 
     def clause(self, items: list[Token]) -> ast.StringLit:
@@ -345,8 +356,9 @@ class _Builder(Transformer[Token, ast.PolicyAst]):
         return ast.Portion(span=_meta_span(meta), share=share, target=self._ident(target))
 
     @v_args(meta=True)
-    def tr_call(self, meta: Any, items: list[Token]) -> ast.CallField:
-        return ast.CallField(span=_meta_span(meta), effect=self._ident(items[0]))
+    def tr_call(self, meta: Any, items: list[Any]) -> ast.CallField:
+        amount = items[1] if len(items) > 1 else None
+        return ast.CallField(span=_meta_span(meta), effect=self._ident(items[0]), amount=amount)
 
     @v_args(meta=True)
     def tr_approval(self, meta: Any, items: list[Any]) -> ast.ApprovalField:
@@ -501,14 +513,17 @@ def _parser() -> tuple[Lark, _Builder, dict[str, str], frozenset[str]]:
         pattern = terminal.pattern
         if pattern.type == "str":
             literals[terminal.name] = pattern.value
-            if pattern.value.isidentifier():
+            if pattern.value.isidentifier() and pattern.value not in CONTEXTUAL_KEYWORDS:
                 keywords.add(pattern.value)
     assert {name for name, value in literals.items() if value.isidentifier()} <= word_terminals
     return lark, builder, literals, frozenset(keywords)
 
 
 def keywords() -> frozenset[str]:
-    """Every reserved word of the language, read from the grammar itself."""
+    """Every reserved word of the language, read from the grammar itself.
+
+    The `CONTEXTUAL_KEYWORDS` are grammar words too, but not reserved.
+    """
     return _parser()[3]
 
 

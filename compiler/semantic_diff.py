@@ -4,10 +4,18 @@ The diff compares meaning, not text: transitions, guards, postings, effects,
 invariants, params, states, accounts, roles and rules, each keyed by name,
 reported as added, removed or changed with the clause labels involved.
 Reformatting a policy yields an empty diff.
+
+On top of the changes, the diff lists the safety downgrades a reviewer must
+not miss among them (a strategy weakened, an approval or a guard dropped, a
+ceiling raised...): each with its kind, where it is and its value before and
+after, at level `downgrade` when the change certainly weakens a protection
+and `review` when it may (a guard rewritten, a reversibility changed). The
+list is derived from the same two candidates, so CI can gate on it.
 """
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 from pactwright.expr_text import render_expr
@@ -43,11 +51,30 @@ def _describe(section: str, field: str, value: Any, scale: int, item: Json | Non
     if field == "strategy" and isinstance(value, dict):
         kind_text = str(value.get("kind"))
         return f"{kind_text} with {value['compensation']}" if value.get("compensation") else kind_text
+    if field == "approval" and isinstance(value, dict):
+        return f"by {value.get('role')}{' not requester' if value.get('not_requester') else ''}"
+    if field == "calls" and isinstance(value, list):
+        return ", ".join(_call_text(c, scale) for c in value) or "none"
     if isinstance(value, list):
         return ", ".join(str(v) for v in value) or "none"
     if isinstance(value, dict):
         return ", ".join(f"{k}={_describe(field, k, v, scale)}" for k, v in sorted(value.items()))
     return str(value)
+
+
+def _call_text(call: Any, scale: int) -> str:
+    """A call site: `E`, or `E amount EXPR` when the candidate records one per call."""
+    name, amount = _call_parts(call)
+    if isinstance(amount, dict):
+        return f"{name} amount {render_expr(amount, scale)}"
+    return name if amount is None else f"{name} amount {amount}"
+
+
+def _call_parts(call: Any) -> tuple[str, Any]:
+    """(effect name, amount or None) of a call, whether stored as a name or as an object."""
+    if isinstance(call, dict):
+        return str(call.get("effect", call.get("name"))), call.get("amount")
+    return str(call), None
 
 
 def _kind(section: str, field: str, item: Json | None) -> str | None:
@@ -147,6 +174,7 @@ def semantic_diff(old: Json, new: Json) -> Json:
         "old": {"pact": old.get("pact"), "candidate_hash": None},
         "new": {"pact": new.get("pact"), "candidate_hash": None},
         "changes": changes,
+        "downgrades": safety_downgrades(old, new),
     }
 
 
@@ -165,7 +193,7 @@ def _summary(section: str, item: Json, scale: int) -> str:
         if item.get("stamps"):
             text += f"; stamp {', '.join(item['stamps'])}"
         if item.get("calls"):
-            text += f"; call {', '.join(item['calls'])}"
+            text += f"; call {_describe(section, 'calls', item['calls'], scale)}"
         approval = item.get("approval")
         if isinstance(approval, dict):
             text += f"; approval by {approval.get('role')}{' not requester' if approval.get('not_requester') else ''}"
@@ -192,4 +220,221 @@ def render_diff_text(diff: Json) -> str:
             lines.append(f"    {' ' * len(field['field'])}  -> {field['new']}")
     counts = {kind: sum(1 for c in diff["changes"] if c["change"] == kind) for kind in ("added", "removed", "changed")}
     lines.append(f"{counts['added']} added, {counts['removed']} removed, {counts['changed']} changed")
+    lines.extend(render_downgrades_text(diff.get("downgrades", [])))
     return "\n".join(lines) + "\n"
+
+
+# Safety downgrades --------------------------------------------------------------
+
+# What the runtime does when it cannot tell whether an effect happened, safest
+# first. An unset strategy is `once`, as the verifier models it.
+_STRATEGY_RANK = {"reconcilable": 2, "idempotent": 2, "compensate": 2, "once": 1, "retry": 0}
+# Reversibilities under which an effect counts as moving money (unset included):
+# leaving them for `reversible` or `not_applicable` drops it out of the checks
+# that only money-moving effects get.
+_MONEY_MOVING = (None, "irreversible", "compensable")
+# A rule's decision, most restrictive first; a class with no rule is denied.
+_DECISION_RANK = {"deny": 3, "require_approval": 2, "allow_with_grant": 1, "allow": 0}
+_EFFECT_LIMITS = ("ceiling", "max_calls")
+_BUDGET_LIMITS = ("ceiling", "max_turns", "max_model_calls", "max_tool_calls", "max_active_time")
+
+
+class _Findings:
+    """Downgrades found so far; values are rendered at the scale of the side they come from."""
+
+    def __init__(self, old: Json, new: Json) -> None:
+        self.old_scale, self.new_scale = _scale(old), _scale(new)
+        self.items: list[Json] = []
+
+    def add(self, level: str, kind: str, where: str, item: Json, before: str, after: str) -> None:
+        self.items.append(
+            {
+                "kind": kind,
+                "level": level,
+                "where": where,
+                "clause": item.get("clause"),
+                "before": before,
+                "after": after,
+            }
+        )
+
+    def field(self, level: str, kind: str, where: str, section: str, field: str, a: Json, b: Json) -> None:
+        """A finding on one field, with its value on each side rendered (`none` when absent)."""
+        before = _describe(section, field, a.get(field), self.old_scale, a)
+        after = _describe(section, field, b.get(field), self.new_scale, b)
+        self.add(level, kind, where, b, before, after)
+
+
+def safety_downgrades(old: Json, new: Json) -> list[Json]:
+    """The changes from `old` to `new` that weaken a protection, for review.
+
+    Each entry has `kind` (for example `strategy weakened`, `guard dropped`,
+    `ceiling raised`), `level` (`downgrade` when the protection is certainly
+    weaker, `review` when it may be), `where` (`effect refund_payment`,
+    `transition issue`, `budget`...), the `clause` if the item has one, and
+    the `before` and `after` values as a reviewer reads them. Only items on
+    both sides are compared, except invariants (one dropped is a downgrade)
+    and rules (a class with no rule is denied). Strengthening a protection
+    is never listed. The order is fixed: budget, then sections and names as
+    in the diff.
+    """
+    found = _Findings(old, new)
+    same_currency = _currency_code(old) == _currency_code(new)
+    old_budget, new_budget = _as_dict(old.get("budget")), _as_dict(new.get("budget"))
+    _limits(found, "budget", "budget", old_budget, new_budget, _BUDGET_LIMITS, same_currency)
+    for section in _SECTIONS:
+        before, after = _by_key(old, section), _by_key(new, section)
+        for name in sorted(before.keys() | after.keys()):
+            a, b = before.get(name), after.get(name)
+            where = f"{section.rstrip('s')} {name}"
+            if a == b:
+                continue
+            if section == "invariants":
+                _invariant(found, where, a, b)
+            elif section == "rules":
+                _rule(found, where, a, b)
+            elif a is None or b is None:
+                continue
+            elif section == "transitions":
+                _transition(found, where, a, b)
+            elif section == "effects":
+                _effect(found, where, a, b)
+                _limits(found, "effects", where, a, b, _EFFECT_LIMITS, same_currency)
+            elif section == "roles" and not a.get("trusted") and b.get("trusted"):
+                found.add("downgrade", "role made trusted", where, b, "untrusted", "trusted")
+    return found.items
+
+
+def _by_key(candidate: Json, section: str) -> dict[str, Json]:
+    items = candidate.get(section)
+    if not isinstance(items, list):
+        return {}
+    return {_key(section, item): item for item in items if isinstance(item, dict)}
+
+
+def _as_dict(value: Any) -> Json:
+    return value if isinstance(value, dict) else {}
+
+
+def _currency_code(candidate: Json) -> Any:
+    return _as_dict(candidate.get("currency")).get("code")
+
+
+def _invariant(found: _Findings, where: str, a: Json | None, b: Json | None) -> None:
+    if a is None:
+        return
+    if b is None:
+        expr = _describe("invariants", "expr", a.get("expr"), found.old_scale)
+        found.add("downgrade", "invariant dropped", where, a, expr, "none")
+    elif a.get("expr") != b.get("expr"):
+        found.field("review", "invariant changed", where, "invariants", "expr", a, b)
+
+
+def _rule(found: _Findings, where: str, a: Json | None, b: Json | None) -> None:
+    old_decision = str(a.get("decision")) if a is not None else "deny"
+    new_decision = str(b.get("decision")) if b is not None else "deny"
+    old_rank, new_rank = _DECISION_RANK.get(old_decision), _DECISION_RANK.get(new_decision)
+    if old_rank is not None and new_rank is not None and new_rank < old_rank:
+        before = old_decision if a is not None else "deny (no rule)"
+        found.add("downgrade", "rule relaxed", where, b or {}, before, new_decision)
+
+
+def _transition(found: _Findings, where: str, a: Json, b: Json) -> None:
+    section = "transitions"
+    if a.get("guard") is not None and b.get("guard") is None:
+        found.field("downgrade", "guard dropped", where, section, "guard", a, b)
+    elif a.get("guard") is not None and a.get("guard") != b.get("guard"):
+        found.field("review", "guard changed", where, section, "guard", a, b)
+    approval_a, approval_b = _as_dict(a.get("approval")), _as_dict(b.get("approval"))
+    if approval_a and not approval_b:
+        found.field("downgrade", "approval dropped", where, section, "approval", a, b)
+    elif approval_a and approval_a.get("role") != approval_b.get("role"):
+        found.field("review", "approval changed", where, section, "approval", a, b)
+    elif approval_a.get("not_requester") and not approval_b.get("not_requester"):
+        found.field("downgrade", "not requester dropped", where, section, "approval", a, b)
+    # A call site may carry its own amount (`call E amount EXPR`): a change there is read too.
+    amounts = dict(_call_parts(call) for call in _as_list(a.get("calls")))
+    for call in _as_list(b.get("calls")):
+        effect, amount = _call_parts(call)
+        if effect in amounts and amounts[effect] != amount:
+            before = _describe(section, "amount", amounts[effect], found.old_scale)
+            after = _describe(section, "amount", amount, found.new_scale)
+            found.add("review", "amount changed", f"{where} call {effect}", b, before, after)
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _effect(found: _Findings, where: str, a: Json, b: Json) -> None:
+    section = "effects"
+    strategy_a, strategy_b = _as_dict(a.get("strategy")), _as_dict(b.get("strategy"))
+    rank_a = _STRATEGY_RANK.get(str(strategy_a.get("kind", "once")))
+    rank_b = _STRATEGY_RANK.get(str(strategy_b.get("kind", "once")))
+    if rank_a is not None and rank_b is not None and rank_b < rank_a:
+        before = _describe(section, "strategy", strategy_a, found.old_scale) if strategy_a else "once (unset)"
+        after = _describe(section, "strategy", strategy_b, found.new_scale) if strategy_b else "once (unset)"
+        found.add("downgrade", "strategy weakened", where, b, before, after)
+    rev_a, rev_b = a.get("reversibility"), b.get("reversibility")
+    if rev_a != rev_b:
+        risky = rev_a == "irreversible" or (rev_a in _MONEY_MOVING and rev_b not in _MONEY_MOVING)
+        found.field("downgrade" if risky else "review", "reversibility changed", where, section, "reversibility", a, b)
+    risk_a, risk_b = _risk_level(a.get("risk")), _risk_level(b.get("risk"))
+    if risk_a is not None and risk_b is not None and risk_b < risk_a:
+        found.field("downgrade", "risk lowered", where, section, "risk", a, b)
+    elif a.get("risk") != b.get("risk") and (risk_a is None or risk_b is None):
+        found.field("review", "risk changed", where, section, "risk", a, b)
+    key_b = _as_list(b.get("key"))
+    if any(field not in key_b for field in _as_list(a.get("key"))):
+        found.field("downgrade", "key reduced", where, section, "key", a, b)
+    # The amount an effect declares is what its ceiling and total(E) measure.
+    if a.get("amount") != b.get("amount"):
+        found.field("review", "amount changed", where, section, "amount", a, b)
+
+
+def _risk_level(risk: Any) -> int | None:
+    text = str(risk)
+    return int(text[1:]) if len(text) > 1 and text[0] == "R" and text[1:].isdigit() else None
+
+
+def _limits(
+    found: _Findings, section: str, where: str, a: Json, b: Json, fields: tuple[str, ...], same_currency: bool
+) -> None:
+    """Each limit of `fields` raised or removed (absent means no limit)."""
+    for field in fields:
+        limit_a, limit_b = a.get(field), b.get(field)
+        if limit_a is None or limit_a == limit_b:
+            continue
+        if limit_b is None:
+            found.field("downgrade", f"{field} removed", where, section, field, a, b)
+            continue
+        money = field == "ceiling"
+        old_value = _magnitude(limit_a, found.old_scale if money else 0)
+        new_value = _magnitude(limit_b, found.new_scale if money else 0)
+        if old_value is None or new_value is None or (money and not same_currency):
+            # Not comparable (another currency, or a value this version cannot read): read it.
+            found.field("review", f"{field} changed", where, section, field, a, b)
+        elif new_value > old_value:
+            found.field("downgrade", f"{field} raised", where, section, field, a, b)
+
+
+def _magnitude(value: Any, scale: int) -> Fraction | None:
+    """A limit as an exact number of whole units (money is minor units at `scale`)."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        return None
+    try:
+        return Fraction(int(value), 10**scale)
+    except ValueError:
+        return None
+
+
+def render_downgrades_text(downgrades: list[Json]) -> list[str]:
+    """The safety downgrades section: one line per finding, prefixed by its level."""
+    if not downgrades:
+        return ["no safety downgrades"]
+    certain = sum(1 for d in downgrades if d["level"] == "downgrade")
+    lines = [f"safety downgrades: {len(downgrades)} flagged ({certain} downgrade, {len(downgrades) - certain} review)"]
+    for d in downgrades:
+        clause = f" [clause {d['clause']}]" if d.get("clause") else ""
+        lines.append(f"{d['level']}: {d['where']}{clause}: {d['kind']}: {d['before']} -> {d['after']}")
+    return lines

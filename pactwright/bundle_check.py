@@ -240,7 +240,10 @@ def _report_error(code: str, message: str, **details: str | None) -> ActivationE
 
 
 def check_report(bundle: Bundle) -> dict[str, Any]:
-    """Refuse unless the report passed and binds exactly this candidate and these artifacts (PW414 to PW416)."""
+    """Refuse unless the report passed, is complete or accepted so, and binds this candidate and these artifacts.
+
+    PW414 to PW416, and PW419 for an incomplete run not built with `--allow-incomplete`.
+    """
     manifest = bundle.manifest
     ref = manifest.report
     if ref is None or ref.path not in bundle.files:
@@ -269,6 +272,7 @@ def check_report(bundle: Bundle) -> dict[str, Any]:
                 expected=PASSING_VERDICT,
                 found=str(verdict),
             )
+    _check_complete(report, ref.path)
     if report.get("candidate_hash") != manifest.candidate_hash:
         raise _report_error(
             "PW416",
@@ -279,6 +283,31 @@ def check_report(bundle: Bundle) -> dict[str, Any]:
         )
     _check_bound_artifacts(report["artifacts"], manifest)
     return report
+
+
+def _check_complete(report: dict[str, Any], path: str) -> None:
+    """Refuse a pass over an incomplete run unless the report records `--allow-incomplete` (PW419).
+
+    The verifier never writes such a report without the flag, so one that
+    says `pass` while `complete` is false (or missing) was not produced as
+    it stands, and a signer must not vouch for a bounded result by accident.
+    """
+    complete, allowed = report.get("complete"), report.get("allow_incomplete")
+    if complete is True or allowed is True:
+        return
+    raise _report_error(
+        "PW419",
+        f"`{path}` is incomplete (a bound stopped the search) and was not built with `--allow-incomplete`; "
+        "only a complete or explicitly accepted report is signed",
+        field="complete",
+        expected="complete true, or allow_incomplete true",
+        found=f"complete {_flag(complete)}, allow_incomplete {_flag(allowed)}",
+        hint="rebuild with a larger `--max-depth` or `--max-states`, or with `--allow-incomplete` to accept it",
+    )
+
+
+def _flag(value: Any) -> str:
+    return "missing" if value is None else str(value).lower() if isinstance(value, bool) else repr(value)
 
 
 def _check_bound_artifacts(bound: dict[str, Any], manifest: Manifest) -> None:

@@ -115,6 +115,7 @@ class Effect(Frozen):
     strategy: Strategy | None = None
     key: tuple[str, ...] = ()
     consequence: str | None = None
+    amount: Expr | None = None
 
 
 class State(Frozen):
@@ -139,6 +140,17 @@ class Transfer(Frozen):
     portions: tuple[Portion, ...] = ()
 
 
+class Call(Frozen):
+    """A call site that states its own amount: `call EFFECT amount EXPR`.
+
+    A call without one stays a bare effect name in `Transition.calls`, so the
+    candidates of policies that never write the form keep their hashes.
+    """
+
+    effect: str
+    amount: Expr
+
+
 class Approval(Frozen):
     role: str
     not_requester: bool
@@ -153,8 +165,12 @@ class Transition(Frozen):
     guard: Expr | None = None
     stamps: tuple[str, ...] = ()
     transfers: tuple[Transfer, ...] = ()
-    calls: tuple[str, ...] = ()
+    calls: tuple[str | Call, ...] = ()
     approval: Approval | None = None
+
+    def call_sites(self) -> tuple[tuple[str, Expr | None], ...]:
+        """(effect, amount written at the call site or None) for each call, in order."""
+        return tuple((c, None) if isinstance(c, str) else (c.effect, c.amount) for c in self.calls)
 
 
 class Invariant(Frozen):

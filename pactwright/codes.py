@@ -67,6 +67,12 @@ CODES: dict[str, str] = {
     "PW152": "ceiling below a param's upper bound (warning)",
     "PW153": "effects without an explicit `default deny` (warning)",
     "PW154": "accounts that may share a ledger address (warning)",
+    "PW155": "effect of risk R3 or above without `reversibility`",
+    "PW156": "money-moving effect called without a declared amount",
+    "PW157": "`idempotent` or `reconcilable` strategy without a `key`",
+    "PW158": "consequence placeholder that names no payload field",
+    "PW159": "effect amount declared at the effect and at the call",
+    "PW160": "effect amount that is not money over params",
     "PW199": "policy has blockers; nothing was produced",
     # PW2xx: compile
     "PW201": "cannot write the bundle",
@@ -79,6 +85,8 @@ CODES: dict[str, str] = {
     "PW304": "unknown expression operator in the model",
     "PW305": "bundle file missing for verification",
     "PW306": "bundle does not match its manifest",
+    "PW307": "report directory cannot be written",
+    "PW308": "amount the symbolic search cannot represent exactly",
     "PW390": "counterexample does not replay (verifier bug)",
     "PW391": "replay cannot evaluate an expression (verifier bug)",
     # PW4xx: approve and sign (PW401-PW419); activation uses PW420-PW479
@@ -100,6 +108,7 @@ CODES: dict[str, str] = {
     "PW416": "report bound to other candidate or artifact hashes",
     "PW417": "invalid signatures file",
     "PW418": "bad or past expiry time",
+    "PW419": "incomplete report without --allow-incomplete",
     # PW420-PW461: activation, in verification order (runtime/activation.py VERIFICATION_ORDER)
     "PW420": "bundle entry is a symbolic link",
     "PW421": "bundle entry is not a regular file, or changed while read",

@@ -70,7 +70,7 @@ def check_reference_policies(demo: Demo) -> None:
         demo.hashes[name] = report.candidate_hash
     demo.out("")
     demo.out("  unsafe_chargeback.pact passes `check` on purpose: it is well formed; the unsafe")
-    demo.out("  part (escrow can go negative, the agreement can settle twice) is for the verifier.")
+    demo.out("  part (a chargeback from an escrow the release already emptied) is for the verifier.")
 
 
 def emit_candidate(demo: Demo) -> None:
@@ -171,8 +171,20 @@ def build_reference_bundles(demo: Demo) -> None:
         demo.bundles[name] = target
 
 
+# What the verifier must find in unsafe_chargeback.pact: the runtime refuses the chargeback at
+# commit (escrow is already empty), and the agreement is left in `released` with money it can never move.
+UNSAFE_FINDINGS = {
+    "funds_available": ["fund", "deliver", "release", "refused chargeback"],
+    "funds_not_stuck": ["fund", "deliver", "release"],
+}
+
+
 def refuse_the_unsafe_policy(demo: Demo) -> None:
-    """The verifier refuses unsafe_chargeback.pact with a replayed four-event counterexample."""
+    """The verifier refuses unsafe_chargeback.pact: the chargeback is refused at commit and money is stranded.
+
+    Each finding comes with a replayed counterexample; the refused command
+    never commits, so the policy's own invariants are not what fails.
+    """
     from pactwright.cli._build import build_bundle
     from pactwright.verifier.render_text import render_summary
 
@@ -180,9 +192,14 @@ def refuse_the_unsafe_policy(demo: Demo) -> None:
     target = demo.build / Path(name).stem
     built = build_bundle(str(demo.policy(name)), str(target), _verify_options())
     report = built.report
-    commands = [e.get("command") for e in report["counterexamples"][0]["events"]] if report["counterexamples"] else []
-    if report["verdict"] != "fail" or commands != ["fund", "deliver", "release", "chargeback"]:
-        raise DemoFailure(f"{name} should be refused with fund, deliver, release, chargeback; got {commands}")
+    found: dict[str, list[str]] = {}
+    for invariant in report["invariants"]:
+        if invariant["verdict"] == "violated":
+            cx = report["counterexamples"][invariant["counterexample"]]
+            events = [str(e.get("command")) for e in cx["events"]] if cx["replayed"] else ["(not replayed)"]
+            found[invariant["name"]] = events
+    if report["verdict"] != "fail" or found != UNSAFE_FINDINGS:
+        raise DemoFailure(f"{name} should be refused with {UNSAFE_FINDINGS}; got verdict {report['verdict']}, {found}")
     demo.out(f"  pactwright build policies/{name} -o {_shown(target)}")
     demo.out("")
     for line in render_summary(report, built.scale, _shown(target / "report.html")).splitlines():

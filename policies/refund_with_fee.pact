@@ -40,6 +40,7 @@ effect send_payout {
   ceiling 250.00
   strategy idempotent
   key order_id, amount
+  amount amount
   consequence "{amount} minus a restocking fee will be paid to the card of order {order_id}."
 }
 

@@ -401,6 +401,25 @@ def _manifest_says_fail(world: World, bundle: Path) -> None:
     (bundle / "manifest.json").write_bytes(canonical_bytes(manifest))
 
 
+def _rebound_report(bundle: Path, edit: Callable[[dict[str, Any]], None]) -> None:
+    """Edit report.json and rebind the manifest to it: a report `build` would not write, consistently listed."""
+    report = load_json((bundle / "report.json").read_bytes())
+    edit(report)
+    data = canonical_bytes(report)
+    write_listed(bundle, "report.json", data)
+    manifest = manifest_of(bundle)
+    manifest["report"]["hash"] = hash_bytes(data)
+    (bundle / "manifest.json").write_bytes(canonical_bytes(manifest))
+
+
+def _incomplete_pass_without_the_flag(world: World, bundle: Path) -> None:
+    _rebound_report(bundle, lambda r: r.update(complete=False, allow_incomplete=False))
+
+
+def _report_without_completeness(world: World, bundle: Path) -> None:
+    _rebound_report(bundle, lambda r: [r.pop("complete"), r.pop("allow_incomplete")])
+
+
 def _unverified_artifact(world: World, bundle: Path) -> None:
     """A listed (and hashed) ledger program the verifier never saw."""
     data = b"send [EUR/2 $price] ( source = @world destination = @mallory )\n"
@@ -458,6 +477,8 @@ REFUSALS: list[tuple[str, Callable[[World, Path], None], str]] = [
     ("report bound to other artifact hashes", _report_bound_to_other_artifacts, "PW416"),
     ("report bound to another candidate", _report_bound_to_other_candidate, "PW416"),
     ("artifact the report did not verify", _unverified_artifact, "PW416"),
+    ("incomplete pass without --allow-incomplete", _incomplete_pass_without_the_flag, "PW419"),
+    ("report that does not say it is complete", _report_without_completeness, "PW419"),
     ("invalid signatures.json", _bad_signatures_file, "PW417"),
 ]
 

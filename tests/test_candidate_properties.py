@@ -357,6 +357,8 @@ effect notify {{
   risk R1
   timeout {text["timeout"]}
   strategy {m.strategy}
+  reversibility not_applicable
+  key wait
 }}
 state draft initial
 state held
@@ -496,6 +498,7 @@ _EDITS = [
     ("support_refund", "approval by refund_approver not requester", "approval by refund_approver", "approval"),
     ("support_refund", 'matching "ORD-[0-9]{1,12}"', 'matching "ORD-[0-9]{1,13}"', "pattern"),
     ("support_refund", "refund_payment) <= 1", "refund_payment) <= 2", "invariant"),
+    ("support_refund", "  amount amount ", "  amount amount - 0.01 ", "effect amount"),
     ("unsafe_chargeback", "transfer price from world to escrow", "transfer price from world to platform", "account"),
 ]
 
@@ -552,3 +555,36 @@ def _keys(document: Any) -> set[str]:
     if isinstance(document, list):
         return set().union(*(_keys(v) for v in document))
     return set()
+
+
+# Declared effect amounts ------------------------------------------------------------------------
+
+
+def test_a_declared_amount_is_in_the_candidate_and_the_hash() -> None:
+    text = SOURCES["support_refund"]
+    candidate = _result(text).candidate
+    assert candidate is not None
+    effect = next(e for e in candidate.to_json()["effects"] if e["name"] == "refund_payment")  # type: ignore[union-attr]
+    assert effect["amount"] == {"op": "param", "type": "money", "name": "amount", "args": []}
+    # The same amount stated at the call instead: another candidate (the declaration is approved as written).
+    at_call = text.replace("  amount amount ", "  # ", 1).replace(
+        "call refund_payment\n", "call refund_payment amount amount\n"
+    )
+    moved = _result(at_call).candidate
+    assert moved is not None
+    issue = next(t for t in moved.to_json()["transitions"] if t["name"] == "issue")  # type: ignore[union-attr]
+    assert issue["calls"] == [
+        {"effect": "refund_payment", "amount": {"op": "param", "type": "money", "name": "amount", "args": []}}
+    ]
+    assert moved.hash() != candidate.hash()
+    changed = at_call.replace("call refund_payment amount amount\n", "call refund_payment amount amount - 1\n")
+    assert candidate_hash(changed) != moved.hash()
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if "amount " not in SOURCES[n].replace("param amount", "")])
+def test_policies_without_the_form_keep_bare_call_names(name: str) -> None:
+    candidate = _result(SOURCES[name]).candidate
+    assert candidate is not None
+    data = candidate.to_json()
+    assert all(isinstance(c, str) for t in data["transitions"] for c in t["calls"])  # type: ignore[union-attr,index]
+    assert all("amount" not in e for e in data["effects"])  # type: ignore[union-attr,operator]

@@ -164,3 +164,103 @@ def test_recompiling_replaces_a_bundle_whole(tmp_path: Path) -> None:
     subprocess.run([*cli, str(POLICIES / "support_refund.pact"), "-o", str(out)], check=True, capture_output=True)
     assert _tree(out) == reference_bundle("support_refund")
     assert [p.name for p in tmp_path.iterdir()] == ["b"], "no staging directories left behind"
+
+
+# Declared effect amounts (language.md "Effects that move money") ------------------------------
+
+PAYOUT = """pact "psp.payout" version "1.0.0"
+currency EUR scale 2
+default deny
+role agent
+param payout: money between 1.00 and 200.00
+param fee: money = 2.50
+param order_id: text matching "O-[0-9]{1,9}"
+account escrow "escrow:{agreement}"
+account world "world" external
+rule R1 allow
+effect psp_payout {
+  risk R1
+  reversibility irreversible
+  ceiling 100.00
+  strategy idempotent
+  key order_id
+  amount payout
+  consequence "{payout} will be paid for order {order_id}."
+}
+effect credit { risk R1 reversibility compensable strategy compensate with notify }
+effect notify { risk R1 reversibility not_applicable }
+state open initial
+state funded
+state paid final
+transition fund: open -> funded {
+  by agent
+  transfer payout + fee from world to escrow
+}
+transition pay: funded -> paid {
+  by agent
+  call notify
+  call psp_payout
+  call credit amount fee * 2
+  transfer fee from escrow to world
+  transfer payout from escrow to world
+}
+"""
+
+
+def _compiled(text: str) -> tuple[dict[str, object], dict[str, object], list[str]]:
+    from pactwright.compiler.bundle import compile_candidate
+    from pactwright.compiler.pipeline import check_text
+
+    result = check_text(text)
+    assert result.candidate is not None, [f"{d.code} {d.message}" for d in result.diagnostics]
+    files = compile_candidate(result.candidate, result.source_map, "payout.pact")
+    warnings = [d.code for d in result.diagnostics]
+    return json.loads(files["model.json"]), json.loads(files["transitions.json"]), warnings
+
+
+def test_each_call_carries_exactly_the_declared_amount() -> None:
+    model, table, _ = _compiled(PAYOUT)
+    pay = next(t for t in model["transitions"] if t["id"] == "pay")
+    calls = {c["effect"]: c for c in pay["effects"]}
+    # Two transfers and no money key: the old guess would have said nothing; the declaration decides.
+    assert calls["psp_payout"]["amount"] == {"op": "param", "type": "money", "name": "payout"}
+    assert calls["credit"]["amount"] == {
+        "op": "*",
+        "type": "money",
+        "args": [{"op": "param", "type": "money", "name": "fee"}, {"op": "lit", "type": "int", "value": "2"}],
+    }
+    assert calls["notify"]["amount"] is None
+    assert [c["money_moving"] for c in pay["effects"]] == [False, True, True]
+    table_pay = next(t for t in table["transitions"] if t["id"] == "pay")
+    assert table_pay["effects"] == pay["effects"], "transitions.json and model.json describe calls alike"
+
+
+def test_effects_say_whether_they_move_money_in_both_documents() -> None:
+    model, table, _ = _compiled(PAYOUT)
+    for document in (model, table):
+        flags = {e["name"]: e["money_moving"] for e in document["effects"]}
+        assert flags == {"credit": True, "notify": False, "psp_payout": True}
+    declared = next(e for e in model["effects"] if e["name"] == "psp_payout")
+    assert declared["amount"] == {"op": "param", "type": "money", "name": "payout"}
+
+
+def test_a_payout_above_the_ceiling_is_carried_as_the_payout() -> None:
+    """A 120.49 payout under a 100.00 ceiling: the model carries `payout`, so the verifier sees 120.49."""
+    model, _, warnings = _compiled(PAYOUT)
+    assert "PW152" in warnings  # check says the ceiling is below what the amount can be
+    site = next(c for t in model["transitions"] for c in t["effects"] if c["effect"] == "psp_payout")
+    ceiling = int(next(e for e in model["effects"] if e["name"] == "psp_payout")["ceiling"])
+    payout = next(p for p in model["params"] if p["name"] == "payout")
+    assert site["amount"] == {"op": "param", "type": "money", "name": "payout"}
+    assert ceiling == 10000
+    assert int(payout["min"]) <= 12049 <= int(payout["max"])  # 120.49 is a value the amount takes
+    assert ceiling < 12049
+
+
+def test_no_amount_is_guessed_for_an_effect_that_moves_no_money() -> None:
+    text = PAYOUT.replace("call psp_payout\n", "").replace("call credit amount fee * 2\n", "")
+    model, _, _ = _compiled(text)
+    pay = next(t for t in model["transitions"] if t["id"] == "pay")
+    assert pay["effects"] == [
+        {"effect": "notify", "strategy": None, "risk": "R1", "amount": None, "money_moving": False}
+    ]

@@ -262,3 +262,8 @@ def test_demo_runs_and_shows_the_reference_hashes() -> None:
         assert f"policies/{name}" in output
         assert result.candidate.hash() in output
     assert "error[PW131]" in output
+    # The unsafe fixture fails as the README says: the chargeback is refused, the money stranded.
+    assert "VIOLATED funds_available" in output
+    assert re.search(r"^\s+4\. arbiter\s+refused chargeback\s", output, re.MULTILINE)
+    assert "VIOLATED funds_not_stuck" in output
+    assert "VIOLATED settles_once" not in output

@@ -104,6 +104,46 @@ def test_support_refund_layout() -> None:
     assert "  max_active_time 1m\n  ceiling 500.00\n}\n\nrule R1 allow_with_grant  # read the order\n" in formatted
     assert "  key order_id, amount  # protected fields: change one and it is a new action\n" in formatted
     assert "}\n\neffect refund_payment {\n" in formatted
+    assert "  amount amount  # what one refund carries: the agreed amount\n" in formatted
+
+
+DECLARED_AMOUNTS = """pact "a" version "1"
+currency EUR scale 2
+role clerk
+param amount: money between 1 and 50
+param fee: percent = 2.5%
+account world "world" external
+account shop "shop"
+rule R1 allow
+effect pay { risk R1 reversibility irreversible key amount amount ((amount)) }
+effect credit { risk R1 reversibility irreversible }
+state s initial
+state e final
+transition go: s -> e { by clerk call pay call credit amount amount-amount*fee transfer amount from world to shop }
+"""
+
+
+def test_declared_amounts_print_in_place_and_round_trip() -> None:
+    formatted = assert_guarantees(DECLARED_AMOUNTS)
+    assert "  key amount\n  amount amount\n}\n" in formatted
+    assert "  call pay\n  call credit amount amount - amount * fee\n  transfer amount from world to shop\n" in formatted
+    effects = [shape(d) for d in parse_policy(DECLARED_AMOUNTS).decls if isinstance(d, ast.EffectDecl)]
+    assert [shape(d) for d in parse_policy(formatted).decls if isinstance(d, ast.EffectDecl)] == effects
+    assert candidate_bytes(formatted) == candidate_bytes(DECLARED_AMOUNTS)
+
+
+def test_a_long_call_site_amount_wraps_and_round_trips() -> None:
+    terms = " + ".join(["amount_with_a_long_name"] * 8)
+    text = (
+        'pact "w" version "1"\ncurrency EUR scale 2\nrole r\nparam amount_with_a_long_name: money = 1.00\n'
+        f"effect e {{ risk R1 reversibility irreversible }}\ntransition go: s -> t {{ by r call e amount {terms} }}\n"
+    )
+    formatted = format_policy(text)
+    assert all(len(line) <= 100 for line in formatted.splitlines())
+    assert "  call e amount amount_with_a_long_name + " in formatted
+    assert "\n    + amount_with_a_long_name" in formatted
+    assert format_policy(formatted) == formatted
+    assert shape(parse_policy(formatted)) == shape(parse_policy(text))
 
 
 # Messy spellings of the same policies ----------------------------------------------
@@ -491,6 +531,20 @@ class _Gen:
             body = [*self.typed("time", sub), self.pick("+", "-"), *self.typed("duration", sub)]
         return self.wrap(body, compound=True)
 
+    def amount(self, depth: int) -> list[str]:
+        """A declared effect amount: money over params and literals only."""
+        if depth <= 0 or self.rnd.random() < 0.4:
+            return self.wrap([self.pick("price", *[self.money_literal(point=True)] * bool(self.scale))], False)
+        sub = depth - 1
+        choice = self.rnd.randrange(3)
+        if choice == 0:
+            body = [*self.amount(sub), self.pick("+", "-"), *self.amount(sub)]
+        elif choice == 1:
+            body = [*self.amount(sub), "*", self.pick("fee", self.percent_literal())]
+        else:
+            body = ["-", *self.amount(sub)]
+        return self.wrap(body, compound=True)
+
     def boolean(self, depth: int) -> list[str]:
         if depth <= 0 or self.rnd.random() < 0.3:
             choice = self.rnd.randrange(5)
@@ -557,9 +611,11 @@ class _Gen:
                 "scopes", '"mail:send"', ",", '"mail:read"', "egress", "POST", '"https://mail.example.com"',
                 "timeout", self.duration_literal(), "ceiling", self.money_literal(),
                 "strategy", "idempotent", "key", "price", ",", "reason",
+                "amount", *self.amount(rnd.randint(0, 2)),
                 "consequence", '"mail \\"{reason}\\" \\\\ ok"', "}",
             ]
         )  # fmt: skip
+        decls.append(["effect", "credit", "{", "risk", "R1", "reversibility", "irreversible", "}"])
         for index, state in enumerate(self.states):
             flags = ["initial"] if index == 0 else []
             flags += ["final"] if index == count - 1 else []
@@ -582,6 +638,8 @@ class _Gen:
                     tokens += ["to", target_account]
             if rnd.random() < 0.3:
                 tokens += ["call", "notify"]
+            if rnd.random() < 0.3:
+                tokens += ["call", "credit", "amount", *self.amount(rnd.randint(0, 2))]
             decls.append([*tokens, "}"])
         for index in range(rnd.randint(0, 3)):
             clause = ["clause", f'"9.{index}"'] if rnd.random() < 0.5 else []

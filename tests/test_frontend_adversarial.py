@@ -472,7 +472,8 @@ def test_random_policies_over_hostile_names_compile_and_move_what_the_table_says
 
 def test_an_adversarial_policy_compiles_to_the_same_bytes_under_other_hash_seeds(tmp_path: Path) -> None:
     text = HEAD + (
-        'effect e { risk R1 scopes "b", "a", "b" egress POST "https://x" egress GET "https://x" key price }\n'
+        'effect e { risk R1 scopes "b", "a", "b" egress POST "https://x" egress GET "https://x" key price\n'
+        "  amount price }\n"
         "param kind: one of zeta, alpha, mid\n"
         "param transfer_0: money between 1.00 and 2.00\n"
         "rule R1 allow\n"
@@ -549,3 +550,91 @@ def test_an_added_transition_shows_its_approval_and_stamps_in_the_diff() -> None
     assert old is not None and new is not None
     text = render_diff_text(semantic_diff(old.to_json(), new.to_json()))
     assert "stamp late" in text and "approval by buyer not requester" in text, text
+
+
+# `amount` is a contextual keyword ------------------------------------------------------------
+
+_AMOUNT_EVERYWHERE = """pact "amounts" version "1"
+currency EUR scale 2
+default deny
+role amount
+param amount: money between 1.00 and 9.00
+param ref: one of amount_a, amount_b
+account world "world" external
+account shop "shop:{amount}"
+rule R1 allow
+effect amount {
+  risk R1
+  reversibility irreversible
+  key ref, amount
+  amount amount
+  consequence "{amount} for {ref}"
+}
+effect other { risk R1 reversibility compensable strategy compensate with amount }
+state amount initial
+state done final
+clause "1" transition go: amount -> done {
+  by amount
+  when amount >= 1.00
+  stamp amount_at
+  call amount
+  call other amount amount + 1.00
+  transfer amount from world to shop
+}
+invariant amount_ok: applied(amount) <= 1 and total(other) >= 0
+"""
+
+
+def test_amount_is_a_name_wherever_a_name_may_stand() -> None:
+    result = check_text(_AMOUNT_EVERYWHERE)
+    assert result.candidate is not None, [
+        f"{d.code} {d.span.line}:{d.span.column} {d.message}" for d in result.diagnostics
+    ]
+    data = result.candidate.to_json()
+    effect = next(e for e in data["effects"] if e["name"] == "amount")  # type: ignore[union-attr]
+    assert effect["key"] == ["amount", "ref"]
+    assert effect["amount"]["name"] == "amount"
+    go = data["transitions"][0]  # type: ignore[index]
+    assert go["calls"][0] == "amount"
+    assert go["calls"][1]["effect"] == "other"
+
+
+def test_amount_is_not_a_reserved_word_but_the_other_words_are() -> None:
+    from pactwright.compiler.parser import CONTEXTUAL_KEYWORDS, keywords
+
+    assert "amount" in CONTEXTUAL_KEYWORDS
+    assert "amount" not in keywords()
+    assert {"call", "key", "effect"} <= keywords()
+    result = check_text(HEAD.replace("role buyer", "role key"))
+    assert "PW109" in {d.code for d in result.diagnostics}
+
+
+def test_a_key_list_ending_in_amount_is_followed_by_an_amount_field() -> None:
+    """`key a, amount` then `amount amount`: the list ends where a name cannot follow a name."""
+    text = _AMOUNT_EVERYWHERE.replace("  key ref, amount\n  amount amount\n", "  key ref, amount amount amount\n")
+    first, second = check_text(_AMOUNT_EVERYWHERE).candidate, check_text(text).candidate
+    assert first is not None and second is not None
+    assert first.hash() == second.hash()
+
+
+def test_an_amount_field_without_an_expression_is_a_syntax_error_not_a_name() -> None:
+    text = _AMOUNT_EVERYWHERE.replace("  amount amount\n", "  amount\n")
+    result = check_text(text)
+    assert result.candidate is None
+    assert [d.code for d in result.diagnostics] == ["PW100"]
+
+
+def test_a_misspelt_amount_field_is_an_unknown_keyword() -> None:
+    text = _AMOUNT_EVERYWHERE.replace("  amount amount\n", "  amuont amount\n")
+    result = check_text(text)
+    assert [d.code for d in result.diagnostics] == ["PW108"]
+    assert "did you mean `amount`?" in result.diagnostics[0].hint
+
+
+def test_the_formatter_keeps_every_amount_a_name_or_a_keyword_as_it_was() -> None:
+    formatted = format_policy(_AMOUNT_EVERYWHERE)
+    assert format_policy(formatted) == formatted
+    first, second = check_text(_AMOUNT_EVERYWHERE).candidate, check_text(formatted).candidate
+    assert first is not None and second is not None
+    assert first.canonical_bytes() == second.canonical_bytes()
+    assert "  call other amount amount + 1.00\n" in formatted

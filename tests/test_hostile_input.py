@@ -173,7 +173,7 @@ def test_many_unknown_names_stay_linear() -> None:
 def test_many_calls_with_ceilings_stay_linear() -> None:
     n = 5_000
     body = b'default deny\nrule R1 allow\naccount x "x" external\naccount y "y"\n'
-    body += b"param p: money between 1.00 and 2.00\neffect f { risk R1 ceiling 1.00 }\n"
+    body += b"param p: money between 1.00 and 2.00\neffect f { risk R1 ceiling 1.00 amount p }\n"
     body += b"".join(b"transition t%d: s -> e { by a call f transfer p from x to y }\n" % i for i in range(n))
     start = time.perf_counter()
     assert codes(SKELETON + body) == ["PW152"]

@@ -49,6 +49,11 @@ class Planted:
     events: tuple[str, ...]
     why_shortest: str
     params: dict[str, str] = field(default_factory=dict)
+    # What the reviewer is shown where the runtime refuses the overdraft the bug was planted for: the
+    # command the policy offers that can never commit, and why that is the mistake to fix.
+    finding: str = ""
+    # The depth the row is verified at: the default, or more for a bug whose shortest path is longer.
+    max_depth: int = 64
 
 
 CASES = [
@@ -66,9 +71,12 @@ CASES = [
     ),
     Planted(
         "refund_after_settlement",
-        frozenset({"escrow_never_negative", "paid_out_once", "no_negative_internal"}),
-        ("pay", "settle", "refund"),
-        "two payouts of one escrow need it funded, then both `settle` and `refund`",
+        frozenset({"funds_available"}),
+        ("pay", "settle", "refused refund"),
+        "the refund is short of funds only once `settle` has emptied the escrow, which needs `pay` first;"
+        " from `paid` the escrow covers it",
+        finding="support is offered a refund of a settled order that can never be paid: the runtime refuses it,"
+        " so the second payout (`paid_out_once`, a negative escrow) never happens on a run it executes",
     ),
     Planted(
         "fixed_fee_exceeds_price",
@@ -79,15 +87,18 @@ CASES = [
     ),
     Planted(
         "retry_non_idempotent",
-        frozenset({"payout_at_most_once", "effect_max_calls"}),
+        frozenset({"payout_at_most_once", "effect_max_calls", "effect_applied_once"}),
         ("pay", "fault send_payout (lost_response)", "runtime send_payout", "dispatch send_payout"),
         "a second application needs a first one whose response is lost, the runtime's retry, and a dispatch",
     ),
     Planted(
         "second_terminal_path",
-        frozenset({"settles_once", "escrow_never_negative", "no_negative_internal"}),
-        ("fund", "deliver", "release", "time passes +10d", "auto_close"),
-        "both payouts need a delivered order (two commands), and `auto_close` waits for the clock",
+        frozenset({"funds_available"}),
+        ("fund", "deliver", "release", "time passes +10d", "refused auto_close"),
+        "`auto_close` is short of funds only after `release` (three commands) emptied the escrow, and it waits"
+        " for the clock; from `delivered` the escrow covers it",
+        finding="the scheduler's `auto_close` is offered on a released order and refused every time: the second"
+        " settlement (`settles_once`, a negative escrow) never executes, but the copied source list is the bug",
     ),
     Planted(
         "once_loses_instalment",
@@ -97,10 +108,13 @@ CASES = [
     ),
     Planted(
         "missing_balance_guard",
-        frozenset({"escrow_never_negative", "no_negative_internal"}),
-        ("fund", "start_work"),
-        "the advance leaves escrow only after funding; the first sampled advance above the price is 200.00",
-        {"price": "10.00", "advance": "200.00"},
+        frozenset({"funds_available"}),
+        ("fund", "refused start_work"),
+        "the advance leaves escrow only after funding; any advance above the price is refused (the price is"
+        " pulled to its lower bound 10.00; the advance is the solver's, above it)",
+        {"price": "10.00"},
+        finding="without the guard `start_work` is offered for every advance above the price and the runtime"
+        " refuses it: the work can never start; the escrow never goes negative on an executed run",
     ),
     Planted(
         "percent_split_wrong_account",
@@ -130,15 +144,19 @@ CASES = [
     ),
     Planted(
         "refund_from_wrong_account",
-        frozenset({"escrow_empty_when_final", "no_negative_internal"}),
-        ("fund", "refund"),
-        "`refund` leaves from `funded` only",
+        frozenset({"funds_available"}),
+        ("fund", "refused refund"),
+        "`refund` leaves from `funded` only, and `platform` holds nothing there (its fee arrives with `release`)",
+        finding="the refund draws on the platform's empty fee account, so it is refused every time (`refund`"
+        " never fires): no buyer can be refunded, and no refunded order is left with money in escrow",
     ),
     Planted(
         "cancel_unpaid_refund",
-        frozenset({"escrow_never_negative", "escrow_empty_when_final", "no_negative_internal"}),
-        ("cancel",),
-        "`cancel` is enabled in the initial state",
+        frozenset({"funds_available"}),
+        ("refused cancel",),
+        "`cancel` is enabled in the initial state, where the escrow holds nothing",
+        finding="an unpaid order cannot be cancelled at all: the one clause refunds money the escrow never"
+        " received, and the runtime refuses it",
     ),
     Planted(
         "second_call_site",
@@ -148,9 +166,11 @@ CASES = [
     ),
     Planted(
         "courier_paid_refund",
-        frozenset({"escrow_never_negative", "escrow_empty_when_final", "no_negative_internal"}),
-        ("pay", "ship", "refund_lost_parcel"),
+        frozenset({"funds_available"}),
+        ("pay", "ship", "refused refund_lost_parcel"),
         "`refund_lost_parcel` leaves from `shipped`, two commands from `placed`",
+        finding="the full refund is short by the courier fee for every price, so it is refused every time"
+        " (`refund_lost_parcel` never fires): a buyer whose parcel is lost cannot be refunded",
     ),
     Planted(
         "approval_on_wrong_transition",
@@ -158,7 +178,82 @@ CASES = [
         ("approve review", "review", "pay", "dispatch send_claim_payment"),
         "`review` needs its approval, then `pay` and the worker's dispatch",
     ),
+    Planted(
+        "promo_exact_amount",
+        frozenset({"funds_available"}),
+        ("fund", "refused release_promo"),
+        "the promotion is enabled only in `funded`, one command from `open`, and only at price 19.99",
+        {"price": "19.99"},
+    ),
+    Planted(
+        "courtesy_credit_band",
+        frozenset({"funds_available"}),
+        ("fund", "ship_with_credit", "refused release"),
+        "the credit leaves the escrow when a funded order ships; only then is the release short of funds",
+    ),
+    Planted(
+        "fee_equals_price",
+        frozenset({"seller_paid_on_release"}),
+        ("fund", "deliver", "release"),
+        "`release` is three commands from `draft`, and only price == fee leaves the seller 0.00",
+    ),
+    Planted(
+        "payout_below_minimum",
+        frozenset({"seller_payout_at_least_minimum"}),
+        ("fund", "deliver", "release"),
+        "`release` is three commands from `draft`, and only 0.00 < price - fee < 1.00 pays less than the minimum",
+    ),
+    Planted(
+        "damage_claim_exceeds_deposit",
+        frozenset({"funds_available"}),
+        ("pay", "inspect", "refused claim_full"),
+        "the claim is enabled only once the deposit is paid and inspected",
+    ),
+    Planted(
+        "stuck_after_partial_refund",
+        frozenset({"funds_not_stuck"}),
+        ("fund", "refund_shipping"),
+        "the release guard turns false only after a shipping refund, which needs a funded order",
+    ),
+    Planted(
+        "negative_payout_stuck",
+        frozenset({"funds_not_stuck"}),
+        ("fund",),
+        "a funded order that cannot cover its costs has nowhere to go; before `fund` nothing is held",
+    ),
+    Planted(
+        "prepaid_lifetime_load",
+        frozenset({"lifetime_load_limit"}),
+        ("load", "load", *("withdraw", "load") * 34),
+        "36 loads break the limit and the card holds two at most, so 34 withdrawals come between them;"
+        " breadth-first order loads as soon as the card has room",
+        max_depth=100,
+    ),
+    Planted(
+        "payout_retry_without_key",
+        frozenset({"paid_out_once", "effect_applied_once"}),
+        ("fund", "release", "fault psp_payout (lost_response)", "runtime psp_payout", "dispatch psp_payout"),
+        "a second payout needs a committed release, a first payout whose response is lost, the retry and a dispatch",
+    ),
+    Planted(
+        "payout_above_ceiling",
+        frozenset({"funds_not_stuck"}),
+        ("fund",),
+        "a funded order above the provider's ceiling can never be released; before `fund` nothing is held",
+    ),
+    Planted(
+        "goodwill_over_ceiling",
+        frozenset({"credit_within_limit"}),
+        ("make_good",),
+        "`make_good` credits the card in the initial state; the ceiling sees only the refund",
+    ),
 ]
+
+
+def _minor(text: str) -> int:
+    """A scale-2 amount as a counterexample prints it (`250.73`) in minor units."""
+    units, cents = text.split(".")
+    return int(units) * 100 + int(cents)
 
 
 def _event(event: dict[str, Any]) -> str:
@@ -180,8 +275,8 @@ def _verify(source: bytes, name: str, bounds: Bounds | None = None) -> dict[str,
 
 
 @functools.cache
-def _report(path: Path) -> dict[str, Any]:
-    return _verify(path.read_bytes(), path.name)
+def _report(path: Path, max_depth: int = 64) -> dict[str, Any]:
+    return _verify(path.read_bytes(), path.name, Bounds(max_depth=max_depth))
 
 
 def _violated(report: dict[str, Any]) -> set[str]:
@@ -202,7 +297,7 @@ def test_every_planted_bug_has_a_fixed_twin_and_a_row() -> None:
     fixed = sorted(p.name.removesuffix(".fixed.pact") for p in PLANTED.glob("*.fixed.pact"))
     assert bugs == fixed
     assert bugs == sorted(case.name for case in CASES)
-    assert len(bugs) >= 16
+    assert len(bugs) >= 27  # seventeen pairs, and ten more for exact amounts, stuck funds, loops and effects
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
@@ -212,7 +307,8 @@ def test_the_bug_is_described_at_the_top_of_its_file(case: Planted) -> None:
     assert bug.startswith("# PLANTED BUG: ")
     assert "A reviewer should see:" in bug and "Fix:" in bug
     assert fixed.startswith(f"# FIXED twin of {case.name}.bug.pact")
-    for name in case.violated - {"no_negative_internal", "effect_max_calls"}:
+    builtin = {"no_negative_internal", "effect_max_calls", "funds_available", "funds_not_stuck", "effect_applied_once"}
+    for name in case.violated - builtin:
         assert re.search(rf"invariant {name}\b", bug), f"`{name}` is not an invariant of the bug policy"
 
 
@@ -221,10 +317,10 @@ def test_the_bug_is_described_at_the_top_of_its_file(case: Planted) -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_the_bug_is_found_with_its_shortest_counterexample(case: Planted) -> None:
-    report = _report(PLANTED / f"{case.name}.bug.pact")
+    report = _report(PLANTED / f"{case.name}.bug.pact", case.max_depth)
     assert report["verdict"] == "fail"
     assert report["exploration"]["exhausted"]
-    assert _violated(report) == case.violated
+    assert _violated(report) == case.violated, case.finding or case.why_shortest
     # One path shows every violation of the planted bug.
     assert len(report["counterexamples"]) == 1
     found = report["counterexamples"][0]
@@ -241,13 +337,15 @@ def test_nothing_shorter_violates(case: Planted) -> None:
     """Bounded one step short of the counterexample, the search finds no violation at all."""
     path = PLANTED / f"{case.name}.bug.pact"
     report = _verify(path.read_bytes(), path.name, Bounds(max_depth=len(case.events) - 1))
-    assert report["verdict"] == "pass", case.why_shortest
+    assert not _violated(report), case.why_shortest
+    # Nothing violated, but a bound stopped the search: that is not a pass.
+    assert report["verdict"] == "incomplete"
     assert report["exploration"]["bound_hit"] == "max_depth"
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_the_fixed_twin_passes_with_the_space_exhausted(case: Planted) -> None:
-    report = _report(PLANTED / f"{case.name}.fixed.pact")
+    report = _report(PLANTED / f"{case.name}.fixed.pact", case.max_depth)
     assert report["verdict"] == "pass"
     assert report["exploration"]["exhausted"] is True
     assert report["exploration"]["bound_hit"] is None
@@ -307,6 +405,8 @@ def test_a_provider_error_compensates_earlier_steps_only_when_the_step_is_given_
     after = next(
         new for move, new, _, _ in explorer.local_moves(block) if move.fault == "provider_error" and move.site == 1
     )
+    # A fault is never refused at commit (only a command is), so the move has a new block.
+    assert after is not None
     expected = Phase.COMPENSATION_REQUIRED if compensated else Phase.ACKNOWLEDGED
     assert after[explorer.layout.phase] == expected
 
@@ -334,14 +434,24 @@ def test_a_compensation_is_visible_to_invariants() -> None:
 
 
 def test_unsafe_chargeback_is_refused_with_the_four_event_path() -> None:
+    """The chargeback is the refused command; the second settlement and the overdraft never execute.
+
+    `released` is not final and its one way out is the refused chargeback,
+    so the seller's and the platform's shares are also held in a state no
+    command can leave (`funds_not_stuck`, one event shorter).
+    """
     report = _report(POLICIES / "unsafe_chargeback.pact")
     assert report["verdict"] == "fail"
-    assert {"escrow_never_negative", "settles_once"} <= _violated(report)
-    found = _counterexample(report, "escrow_never_negative")
-    assert found is _counterexample(report, "settles_once")
-    assert [e["command"] for e in found["events"]] == ["fund", "deliver", "release", "chargeback"]
+    assert report["exploration"]["exhausted"] is True
+    assert _violated(report) == {"funds_available", "funds_not_stuck"}
+    found = _counterexample(report, "funds_available")
+    assert [_event(e) for e in found["events"]] == ["fund", "deliver", "release", "refused chargeback"]
+    assert found["events"][-1]["kind"] == "refused"
     assert found["length"] == 4
     assert found["replayed"] is True
+    stuck = _counterexample(report, "funds_not_stuck")
+    assert [_event(e) for e in stuck["events"]] == ["fund", "deliver", "release"]
+    assert stuck["replayed"] is True
 
 
 @pytest.mark.parametrize("name", ["marketplace_milestone", "support_refund"])
@@ -365,11 +475,25 @@ def _support_refund(strategy: str) -> bytes:
 
 
 def test_a_retried_refund_is_applied_twice_after_a_lost_response() -> None:
+    """The refund carries `amount`, so it moves money: a retry breaks `effect_applied_once` as well.
+
+    Applied twice, a refund above half the ceiling also takes the total
+    past 500.00, at other values of `amount` and so on its own path.
+    """
     report = _verify(_support_refund("retry"), "support_refund_retry.pact")
     assert report["verdict"] == "fail"
-    assert "refund_at_most_once" in _violated(report)
+    assert _violated(report) == {
+        "refund_at_most_once",
+        "effect_applied_once",
+        "effect_max_calls",
+        "refund_within_ceiling",
+    }
     found = _counterexample(report, "refund_at_most_once")
+    assert set(found["invariants"]) == {"refund_at_most_once", "effect_applied_once", "effect_max_calls"}
     assert found["replayed"] is True
+    over = _counterexample(report, "refund_within_ceiling")
+    assert over["replayed"] is True
+    assert 2 * _minor(over["params"][0]["amount"]) > 500_00
     assert "lost_response" in [e["fault"] for e in found["events"]]
     # assess, approve, issue, the lost response, the runtime's retry, the second dispatch.
     assert [_event(e) for e in found["events"]] == [

@@ -1,11 +1,13 @@
-"""z3 proofs: amounts for ALL values in range, invariants for ALL depths, never more.
+"""Amounts for ALL values in range, invariants for ALL depths, never more.
 
 Scenario tests on real compiled bundles (reference policies and fixture
-copies under tests/fixtures/proofs/), run through the verifier pipeline. Every
-refutation is checked against an independent concrete exploration at the
-witness value and at its neighbour, every proof against a policy where the
-same claim would be false, and forced solver `unknown`s must never turn into
-`proved`.
+copies under tests/fixtures/proofs/), run through the verifier pipeline.
+Ranged params are symbols in the search itself, so a violation anywhere in
+a range is found by the search, with z3's witness values in the
+counterexample's params. Every refutation is checked against a concrete
+exploration pinned at the witness value and at its neighbour, every proof
+against a policy where the same claim would be false, and forced solver
+`unknown`s must never turn into `proved` or `pass`.
 """
 
 from __future__ import annotations
@@ -21,8 +23,7 @@ import z3
 from pactwright.canonical import load_json
 from pactwright.compiler.bundle import compile_candidate
 from pactwright.compiler.pipeline import check_bytes
-from pactwright.verifier import _z3_amounts, _z3_induction, _z3_transfers, proofs
-from pactwright.verifier._z3_amounts import explore_at
+from pactwright.verifier import _z3_amounts, _z3_induction, _z3_transfers, proofs, symbolic
 from pactwright.verifier._z3_induction import Machine
 from pactwright.verifier.explorer import Bounds, Explorer
 from pactwright.verifier.model import Model, load_model
@@ -56,10 +57,26 @@ def _invariant(report: Json, name: str) -> Json:
     return found
 
 
-def _violated_at(path: Path, invariant: str, **values: str) -> bool:
-    """Whether a fresh explicit-state search with these param values violates `invariant`."""
-    _, result = explore_at(_model(path), Bounds(), values)
-    return invariant in result.violations
+def _violated_at(path: Path, invariant: str, **values: int) -> bool:
+    """Whether a concrete search with these param values (minor units) violates `invariant`."""
+    explorer = Explorer(_model(path), Bounds(), pinned=values)
+    assert not explorer.symbolic
+    return invariant in explorer.explore().violations
+
+
+def _minor(text: str) -> int:
+    """`400.01` -> 40001 (the fixtures' currencies have two decimals)."""
+    whole, _, cents = text.partition(".")
+    return int(whole) * 100 + int(cents)
+
+
+def _counterexample(report: Json, name: str) -> Json:
+    entry = _invariant(report, name)
+    assert entry["verdict"] == "violated", entry
+    cx: Json = report["counterexamples"][entry["counterexample"]]
+    assert cx["replayed"] is True
+    assert name in cx["invariants"]
+    return cx
 
 
 # -- transfers for all values ---------------------------------------------------------------
@@ -84,28 +101,36 @@ def test_reference_split_sums_and_is_bounded_for_every_price() -> None:
 
 
 def test_seller_keeps_85_percent_of_every_price() -> None:
-    entry = _invariant(_report(FIXTURES / "seller_share.pact"), "seller_keeps_85_percent")
-    assert entry["amounts"] == "proved for all values in range (z3)"
+    path = FIXTURES / "seller_share.pact"
+    # The search alone covers every price (a symbol, not samples) ...
+    searched = _report(path, proofs_on=False)
+    entry = _invariant(searched, "seller_keeps_85_percent")
+    assert entry["verdict"] == "holds-to-bound"
+    assert (
+        entry["method"] == "explicit-state search, state space exhausted, for every value of price in 1.00 .. 10000.00"
+    )
+    assert searched["verdict"] == "pass"
+    # ... and k-induction proves it at every depth.
+    entry = _invariant(_report(path), "seller_keeps_85_percent")
     assert entry["verdict"] == "proved"
     assert entry["method"].startswith("k-induction (k=")
 
 
-def test_flat_fee_breaks_85_percent_and_z3_gives_the_smallest_price() -> None:
+def test_flat_fee_breaks_85_percent_and_the_witness_is_the_lowest_price() -> None:
     path = FIXTURES / "fixed_fee_share.pact"
-    entry = _invariant(_report(path), "seller_keeps_85_percent")
-    assert entry["verdict"] == "violated"
-    witness = entry["amount_witness"]
-    # seller = price - min(0.50, price) and 100 * seller < 85 * price  <=>  price < 3.34
-    assert (witness["param"], witness["value"], witness["text"]) == ("price", "100", "1.00")
-    assert _violated_at(path, "seller_keeps_85_percent", price="100")
-    assert _violated_at(path, "seller_keeps_85_percent", price="333")
-    assert not _violated_at(path, "seller_keeps_85_percent", price="334")
+    cx = _counterexample(_report(path), "seller_keeps_85_percent")
+    # seller = price - min(0.50, price) and 100 * seller < 85 * price  <=>  price < 3.34;
+    # the witness is pulled to the range's lower bound, where it still fails.
+    assert cx["params"][0]["price"] == "1.00"
+    assert [e["command"] for e in cx["events"]] == ["fund", "deliver", "release"]
+    assert _violated_at(path, "seller_keeps_85_percent", price=100)
+    assert _violated_at(path, "seller_keeps_85_percent", price=333)
+    assert not _violated_at(path, "seller_keeps_85_percent", price=334)
     seller = next(a for a in _report(path)["amounts"] if a["transition"] == "release" and a.get("account") == "seller")
     assert (seller["min_text"], seller["max_text"]) == ("0.50", "9999.50")
 
 
 def test_transfer_refutations_carry_the_smallest_rechecked_witness() -> None:
-    # Called directly: the full pipeline cannot replay a negative posting through the ledger.
     amounts = proofs.transfer_properties(_model(FIXTURES / "refund_ceiling.pact"))
     by_kind = {a["kind"]: a for a in amounts if a["transition"] == "issue" and a["kind"] != "share_range"}
     assert by_kind["sum"]["verdict"] == "proved"
@@ -116,51 +141,83 @@ def test_transfer_refutations_carry_the_smallest_rechecked_witness() -> None:
     assert (ceiling["verdict"], ceiling["witness"], ceiling["witness_text"]) == ("refuted", "45001", "450.01")
 
 
+def test_a_negative_transfer_is_a_refused_command_in_the_search() -> None:
+    """`amount - 1.00` is negative below 1.00: the ledger refuses `issue`, and the search says so.
+
+    The runtime never commits the refused command, so the counterexample ends
+    with it as a `refused` event, at the lowest amount (pulled to 0.01).
+    """
+    path = FIXTURES / "refund_ceiling.pact"
+    report = _report(path)
+    assert report["verdict"] == "fail"
+    cx = _counterexample(report, "funds_available")
+    assert cx["params"][0]["amount"] == "0.01"
+    assert [(e["kind"], e["command"]) for e in cx["events"]][-1] == ("refused", "refused issue")
+    assert all(e["postings"] == [] for e in cx["events"])  # nothing reached the ledger
+    assert "negative amount" in cx["violations"][0]["explanation"]
+    assert _violated_at(path, "funds_available", amount=99)
+    assert not _violated_at(path, "funds_available", amount=100)
+    # The policy's own invariants are judged only on runs the runtime executes.
+    assert _invariant(report, "refund_within_ceiling")["verdict"] != "violated"
+
+
 # -- invariants over amounts ------------------------------------------------------------------
 
 
-def test_refund_desk_limit_is_refuted_at_exactly_400_01() -> None:
+def test_refund_desk_limit_is_refuted_above_400_00_and_only_there() -> None:
     path = FIXTURES / "refund_cap.pact"
-    entry = _invariant(_report(path), "refund_within_desk_limit")
-    assert entry["verdict"] == "violated"
-    assert entry["amount_witness"]["value"] == "40001"
-    assert entry["amount_witness"]["text"] == "400.01"
-    assert entry["amounts"].startswith("violated at amount = 400.01 (z3 smallest violating value,")
-    assert _violated_at(path, "refund_within_desk_limit", amount="40001")
-    assert not _violated_at(path, "refund_within_desk_limit", amount="40000")
+    cx = _counterexample(_report(path), "refund_within_desk_limit")
+    # 0.01 (the lower bound) does not break the limit, so the witness is z3's: any refund above 400.00.
+    witness = _minor(cx["params"][0]["amount"])
+    assert 40001 <= witness <= 50000
+    assert _violated_at(path, "refund_within_desk_limit", amount=witness)
+    assert _violated_at(path, "refund_within_desk_limit", amount=40001)
+    assert not _violated_at(path, "refund_within_desk_limit", amount=40000)
 
 
-def test_a_violation_no_sample_hits_is_found_confirmed_and_replayed() -> None:
+def test_a_violation_between_the_samples_is_found_by_the_symbolic_search() -> None:
+    """Only 400.01 .. 449.99 breaks `refund_outside_gap`; no boundary sample lands there.
+
+    The search carries `amount` as a symbol, so it finds the violation by
+    itself (no z3 proof stage), and the counterexample is a concrete run
+    pinned at z3's witness, replayed.
+    """
     path = FIXTURES / "refund_gap.pact"
-    sampled = _invariant(_report(path, proofs_on=False), "refund_outside_gap")
-    assert sampled["verdict"] == "holds-to-bound"
-    report = _report(path)
-    entry = _invariant(report, "refund_outside_gap")
-    assert entry["verdict"] == "violated"
-    assert entry["amount_witness"]["text"] == "400.01"
+    report = _report(path, proofs_on=False)
     assert report["verdict"] == "fail"
-    # verify.py re-explores at the witness and attaches a replayed counterexample.
-    cx = report["counterexamples"][entry["counterexample"]]
-    assert cx["replayed"] is True
-    assert "refund_outside_gap" in cx["invariants"]
-    assert cx["params"][0]["amount"] == "400.01"
+    cx = _counterexample(report, "refund_outside_gap")
+    witness = _minor(cx["params"][0]["amount"])
+    assert 40001 <= witness <= 44999
+    assert _violated_at(path, "refund_outside_gap", amount=witness)
+    assert not _violated_at(path, "refund_outside_gap", amount=40000)
+    assert not _violated_at(path, "refund_outside_gap", amount=45000)
+    assert _report(path)["verdict"] == "fail"  # and the proof stage does not undo it
     # The same run, step by step, through the public functions.
     files = _bundle(path)
-    model = _model(path)
-    unattached = {**json.loads(json.dumps(entry)), "counterexample": None}
-    runs = proofs.witness_explorations(model, Bounds(), [unattached])
-    assert [name for name, _, _ in runs] == ["refund_outside_gap"]
-    _, explorer, result = runs[0]
+    explorer = Explorer(_model(path), Bounds())
+    result = explorer.explore()
+    assert explorer.symbolic
+    violation = result.violations["refund_outside_gap"]
+    assert violation.witness is not None
+    assert 40001 <= violation.witness["amount"] <= 44999
     programs = {p: d.decode("utf-8") for p, d in files.items() if p.startswith("ledger/")}
     found, index_of = counterexamples(explorer, result, load_json(files["transitions.json"]), programs)
-    assert list(index_of) == ["refund_outside_gap"]
-    assert found[0]["params"][0]["amount"] == "400.01"
+    pinned = found[index_of["refund_outside_gap"]]
+    assert pinned["replayed"] is True
+    assert _minor(pinned["params"][0]["amount"]) == violation.witness["amount"]
 
 
-def test_amounts_not_claimed_when_the_search_stopped_at_a_bound() -> None:
-    entry = _invariant(_report(FIXTURES / "deep_counter.pact", max_depth=8), "pool_holds_one_amount")
-    assert entry["amounts"].startswith("no violation for any amount 1.00 .. 100.00")
-    assert "not proved for all values" in entry["amounts"]
+def test_nothing_is_claimed_beyond_a_bound_that_stopped_the_search() -> None:
+    report = _report(FIXTURES / "deep_counter.pact", max_depth=8)
+    entry = _invariant(report, "pings_stay_small")
+    assert entry["verdict"] == "holds-to-bound"
+    assert entry["method"].startswith("explicit-state search to depth 8, for every value of amount in 1.00 .. 100.00")
+    assert "exhausted" not in entry["method"]
+    assert (report["verdict"], report["complete"], report["allow_incomplete"]) == ("incomplete", False, False)
+    assert report["does_not_prove"][0].startswith("states beyond depth 8")
+    assert any("`--max-depth N`" in w and "`ping -> pong -> ping`" in w for w in report["warnings"])
+    # An invariant k-induction proves does not depend on the bound.
+    assert _invariant(report, "pool_holds_one_amount")["verdict"] == "proved"
 
 
 # -- k-induction ------------------------------------------------------------------------------
@@ -261,6 +318,41 @@ def test_forced_unknown_answers_are_reported_as_unknown(monkeypatch: pytest.Monk
         assert "unknown" in entry["method"]
         if "amounts" in entry:
             assert entry["amounts"].startswith("unknown")
+
+
+def test_unknown_answers_in_the_symbolic_search_make_the_run_incomplete(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no solver budget every query the search sends to z3 is `unknown`: never a pass.
+
+    refund_gap.pact is violated only inside 400.01 .. 449.99, which only the
+    solver can tell apart from the rest of the range.
+    """
+    monkeypatch.setattr(symbolic, "RLIMIT", 1)
+    path = FIXTURES / "refund_gap.pact"
+    options = VerifyOptions(bounds=Bounds(), mutants=False, proofs=False)
+    report = verify_files(_bundle(path), options)
+    assert (report["verdict"], report["complete"]) == ("incomplete", False)
+    assert report["exploration"]["exhausted"] is True
+    assert any("gave no answer (unknown)" in w for w in report["warnings"])
+    assert any("solver answers of unknown" in item for item in report["does_not_prove"])
+    assert all(i["verdict"] not in ("proved", "vacuous-suspect") for i in report["invariants"])
+    allowed = verify_files(
+        _bundle(path), VerifyOptions(bounds=Bounds(), mutants=False, proofs=False, allow_incomplete=True)
+    )
+    assert (allowed["verdict"], allowed["complete"], allowed["allow_incomplete"]) == ("pass", False, True)
+
+
+def test_an_invariant_behind_unknown_answers_is_not_claimed_for_every_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`refund_outside_gap` is violated; with the solver undecided the search cannot tell.
+
+    Then its entry must not say it held "for every value of amount": the
+    method names the unknown answers, as k-induction's does.
+    """
+    monkeypatch.setattr(symbolic, "RLIMIT", 1)
+    options = VerifyOptions(bounds=Bounds(), mutants=False, proofs=False)
+    report = verify_files(_bundle(FIXTURES / "refund_gap.pact"), options)
+    entry = _invariant(report, "refund_outside_gap")
+    assert entry["verdict"] == "holds-to-bound"
+    assert "unknown" in entry["method"], entry["method"]
 
 
 # -- isolation --------------------------------------------------------------------------------

@@ -43,7 +43,9 @@ FLAGS = (
     "--disable-sync",
 )
 WIDTH, HEIGHT = 1400, 2000
-UNSAFE_PATH = {"fund", "deliver", "release", "chargeback"}
+TRANSITIONS = {"fund", "deliver", "release", "chargeback"}
+# Counterexample 1 (`funds_available`): three commands commit, then the runtime refuses the chargeback.
+UNSAFE_PATH = ["fund", "deliver", "release"]
 FAIL_RED = (0xB4, 0x23, 0x18)  # --fail in report.css: the banner of a failing report
 
 
@@ -157,18 +159,20 @@ def test_chromium_dom_marks_the_counterexample_path(chromium: Path, page: Path, 
         return set(attrs.get("class", "").split())
 
     svgs = [a for t, a in elements if t == "svg" and "machine" in classes(a)]
-    assert [s["id"] for s in svgs] == ["cx1-svg"], "one state machine, for counterexample 1"
-    edges = [a for t, a in elements if t == "g" and "edge" in classes(a)]
-    assert {e["data-transition"] for e in edges} == UNSAFE_PATH  # every transition is drawn ...
+    # One state machine per counterexample: `funds_available`, then `funds_not_stuck`.
+    assert [s["id"] for s in svgs] == ["cx1-svg", "cx2-svg"]
+    edges = [a for t, a in elements if t == "g" and "edge" in classes(a) and a["id"].startswith("cx1-")]
+    assert {e["data-transition"] for e in edges} == TRANSITIONS  # every transition is drawn ...
     on_path = [e["data-transition"] for e in edges if "cx-path" in classes(e)]
     assert sorted(on_path) == sorted(UNSAFE_PATH)  # ... and exactly these are on the path, once each
-    badges = [a for t, a in elements if t == "g" and "step-badge" in classes(a)]
-    assert [(b["data-step"], b["data-transition"]) for b in badges] == [
-        ("1", "fund"),
-        ("2", "deliver"),
-        ("3", "release"),
-        ("4", "chargeback"),
+    badges = [a for t, a in elements if t == "g" and "step-badge" in classes(a) and a["id"].startswith("cx1-")]
+    assert [(b["data-step"], b["data-kind"], b.get("data-transition")) for b in badges[:3]] == [
+        ("1", "command", "fund"),
+        ("2", "command", "deliver"),
+        ("3", "command", "release"),
     ]
+    # The refused chargeback is drawn on the state it left the agreement in.
+    assert [(b["data-step"], b["data-kind"], b.get("data-state")) for b in badges[3:]] == [("4", "refused", "released")]
     assert any(t == "path" for t, _ in elements), "the edges have paths"
     title = next(a for t, a in elements if t == "body")
     assert "verdict-fail" in classes(title)

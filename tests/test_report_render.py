@@ -36,7 +36,11 @@ REPO = Path(__file__).resolve().parents[1]
 SCHEMA_PATH = REPO / "docs" / "report.schema.json"
 POLICIES = ("unsafe_chargeback", "support_refund", "marketplace_milestone")
 EUR = {"code": "EUR", "scale": 2, "asset": "EUR/2"}
-UNSAFE_PATH = ["fund", "deliver", "release", "chargeback"]
+# The unsafe fixture's first counterexample (`funds_available`): three commands commit, then the
+# runtime refuses the chargeback at commit because escrow is empty. The second (`funds_not_stuck`)
+# stops at `released`, where no command can ever commit while platform and seller hold money.
+UNSAFE_PATH = ["fund", "deliver", "release"]
+UNSAFE_EVENTS = [*UNSAFE_PATH, "refused chargeback"]
 
 Json = dict[str, Any]
 
@@ -61,6 +65,15 @@ def validator() -> jsonschema.Draft202012Validator:
 @pytest.fixture
 def unsafe(reports: dict[str, Json]) -> Json:
     return copy.deepcopy(reports["unsafe_chargeback"])
+
+
+def _counterexample_section(text: str, number: int) -> str:
+    """The Markdown of counterexample `number` alone (the report has two)."""
+    return text.split(f"### Counterexample {number}:", 1)[1].split("\n### ", 1)[0]
+
+
+def _step_rows(section: str) -> list[str]:
+    return [line for line in section.splitlines() if re.match(r"\| \d+ \|", line)]
 
 
 def _errors(validator: jsonschema.Draft202012Validator, report: Json) -> list[str]:
@@ -144,10 +157,36 @@ def test_schema_rejects_a_misspelt_or_malformed_value(
     assert _errors(validator, unsafe), f"the schema accepted {where} = {value!r}"
 
 
+@pytest.mark.parametrize(
+    ("verdict", "complete", "allow_incomplete"),
+    [("incomplete", True, False), ("incomplete", False, True), ("pass", False, False)],
+)
+def test_schema_ties_the_verdict_to_completeness(
+    unsafe: Json, validator: jsonschema.Draft202012Validator, verdict: str, complete: bool, allow_incomplete: bool
+) -> None:
+    """`incomplete` is a run neither complete nor accepted; a pass over an incomplete run records the flag."""
+    unsafe.update(verdict=verdict, complete=complete, allow_incomplete=allow_incomplete)
+    assert _errors(validator, unsafe)
+
+
+def test_schema_accepts_an_accepted_incomplete_pass(unsafe: Json, validator: jsonschema.Draft202012Validator) -> None:
+    unsafe.update(verdict="pass", complete=False, allow_incomplete=True)
+    for invariant in unsafe["invariants"]:
+        invariant.update(verdict="holds-to-bound", counterexample=None)
+    unsafe["counterexamples"] = []
+    assert _errors(validator, unsafe) == []
+    unsafe["exploration"]["unknown_queries"] = 2
+    assert _errors(validator, unsafe) == []
+    unsafe["exploration"]["unknown_queries"] = -1
+    assert _errors(validator, unsafe)
+
+
 def test_schema_objects_are_closed(unsafe: Json, validator: jsonschema.Draft202012Validator) -> None:
     for mutate in (
         lambda r: r.update(verdikt="pass"),
         lambda r: r.pop("currency"),
+        lambda r: r.pop("complete"),
+        lambda r: r.pop("allow_incomplete"),
         lambda r: r["bounds"].update(timeout=10),
         lambda r: r["invariants"][0].update(verdcit="violated"),
         lambda r: r["counterexamples"][0]["events"][0].update(colour="red"),
@@ -182,16 +221,29 @@ def test_markdown_header_and_invariants_say_what_the_report_says(unsafe: Json) -
         row = next(line for line in text.splitlines() if line.startswith(f"| `{invariant['name']}`"))
         assert invariant["verdict"] in row
         assert invariant["method"] in row
-    assert "| `escrow_never_negative` | 7.1 | **violated** | explicit-state search | #1 |" in text
+    refused = next(line for line in text.splitlines() if line.startswith("| `funds_available` (built-in: "))
+    assert refused.endswith("| — | **violated** | explicit-state search | #1 |")
+    stuck = next(line for line in text.splitlines() if line.startswith("| `funds_not_stuck` (built-in: "))
+    assert stuck.endswith("| — | **violated** | explicit-state search | #2 |")
+    # The refused chargeback never commits: the policy's own invariants are not violated by it.
+    for name in ("escrow_never_negative", "settles_once"):
+        row = next(line for line in text.splitlines() if line.startswith(f"| `{name}` |"))
+        assert "violated" not in row
 
 
 def test_markdown_counterexample_is_a_numbered_event_table(unsafe: Json) -> None:
     text = render_markdown(unsafe)
-    rows = [line for line in text.splitlines() if re.match(r"\| \d+ \|", line)]
+    first, second = _counterexample_section(text, 1), _counterexample_section(text, 2)
+    assert first.startswith(" `funds_available`\n")
+    assert second.startswith(" `funds_not_stuck`\n")
+    rows = _step_rows(first)
     assert [int(r.split("|")[1]) for r in rows] == [1, 2, 3, 4]
-    assert [re.search(r"`(\w+)`", r)[1] for r in rows] == UNSAFE_PATH  # type: ignore[index]
-    assert "| 4 | arbiter | `chargeback` | 8.1 | released → refunded |" in rows[3]
-    assert "Parameters: fee = 10%, price = 1.00." in text
+    assert [re.search(r"`([\w ]+)`", r)[1] for r in rows] == UNSAFE_EVENTS  # type: ignore[index]
+    assert "| 3 | buyer | `release` | 4.1 | delivered → released |" in rows[2]
+    # The refused command moves the agreement nowhere: no clause transition, no state change.
+    assert rows[3].startswith("| 4 | arbiter | `refused chargeback` |  |  |")
+    assert [re.search(r"`([\w ]+)`", r)[1] for r in _step_rows(second)] == UNSAFE_PATH  # type: ignore[index]
+    assert "Parameters: fee = 10%, price = 1.00." in first
     assert "replayed against `transitions.json` and `ledger/*.num`" in text
     for violation in unsafe["counterexamples"][0]["violations"]:
         assert f"- `{violation['invariant']}`: " in text
@@ -200,17 +252,19 @@ def test_markdown_counterexample_is_a_numbered_event_table(unsafe: Json) -> None
 def test_markdown_formats_money_with_the_reports_currency(unsafe: Json) -> None:
     assert unsafe["currency"] == EUR
     text = render_markdown(unsafe)
-    rows = [line for line in text.splitlines() if re.match(r"\| \d+ \|", line)]
-    assert rows[0].endswith("| 0.00 | **1.00** | 0.00 | 0.00 | **-1.00** |")
-    assert rows[3].endswith("| **1.00** | **-1.00** | 0.10 | 0.90 | -1.00 |")
+    rows = _step_rows(_counterexample_section(text, 1))  # columns: escrow, platform, seller, world
+    assert rows[0].endswith("| **1.00** | 0.00 | 0.00 | **-1.00** |")
+    assert rows[2].endswith("| **0.00** | **0.10** | **0.90** | -1.00 |")
+    assert rows[3].endswith("| 0.00 | 0.10 | 0.90 | -1.00 |")  # the refused chargeback changes nothing
     assert "| money | EUR, 2 decimals |" in text
     assert "Balances after each step are in EUR" in text
     assert "- step 3: escrow:a1 → platform:fees 0.10" in text
     # A report without a currency (an older one) keeps minor units, and says so.
     del unsafe["currency"]
     text = render_markdown(unsafe)
-    rows = [line for line in text.splitlines() if re.match(r"\| \d+ \|", line)]
-    assert rows[3].endswith("| **100** | **-100** | 10 | 90 | -100 |")
+    rows = _step_rows(_counterexample_section(text, 1))
+    assert rows[2].endswith("| **0** | **10** | **90** | -100 |")
+    assert rows[3].endswith("| 0 | 10 | 90 | -100 |")
     assert "| money | minor units (the report names no currency) |" in text
     assert "Balances after each step are in minor units" in text
 
@@ -227,13 +281,19 @@ def test_markdown_lists_mutants_coverage_warnings_and_limits(unsafe: Json) -> No
     unsafe["warnings"] = ["effect `notify` has no strategy"]
     unsafe["coverage"]["transitions_never_fired"] = ["refund"]
     text = render_markdown(unsafe)
+    caught = [m for m in unsafe["mutants"] if m["status"] == "caught"]
+    uncaught = [m for m in unsafe["mutants"] if m["status"] == "uncaught"]
+    # `settles_once` is not violated by the unsafe policy itself, so it can catch a mutant.
+    assert caught and uncaught
+    assert all("settles_once" in m["caught_by"] for m in caught)
+    assert f"{len(unsafe['mutants'])} mutants: {len(caught)} caught, {len(uncaught)} uncaught." in text
     for mutant in unsafe["mutants"]:
-        assert mutant["status"] == "uncaught"
         row = next(line for line in text.splitlines() if line.startswith(f"| `{mutant['id']}`"))
         assert f"| {mutant['clause']} |" in row
+        assert all(f"`{name}`" in row for name in mutant["caught_by"])
     assert "invariants already violated above cannot catch one" in text
     assert "- Transitions never fired: `refund`" in text
-    assert "- Clauses never exercised: none" in text
+    assert "- Clauses never exercised: 8.1" in text  # the chargeback is always refused
     assert "- effect `notify` has no strategy" in text
     limits = text.split("### What this report does not prove\n\n", 1)[1]
     for item in unsafe["does_not_prove"]:
@@ -252,7 +312,7 @@ def test_markdown_of_a_pass_claims_no_more_than_the_bounds(reports: dict[str, Js
     text = render_markdown(report)
     assert "whole state space" not in text
     assert f"in the {report['exploration']['states']} states explored before the `max_states` bound" in text
-    assert "(1 `unknown` invariant)" in text
+    assert "1 `unknown` invariant" in text
 
 
 def test_markdown_says_when_a_path_was_not_replayed(unsafe: Json) -> None:
@@ -271,7 +331,7 @@ def test_markdown_amount_results(unsafe: Json) -> None:
         {**refuted, "witness": {"price": "3"}, "detail": "z3"},
     ]
     text = render_markdown(unsafe)
-    assert "**FAIL**: 3 of 6 invariants violated; 1 counterexample replayed against the compiled artifacts; " in text
+    assert "**FAIL**: 2 of 9 invariants violated; 2 counterexamples replayed against the compiled artifacts; " in text
     assert "; 1 refuted amount property.\n" in text
     assert "| `release` | 0 | portions sum to the amount | proved |  |  |" in text
     assert '| `release` | 0 | fee ≤ cap | **refuted** | {"price": "3"} | z3 |' in text
@@ -342,30 +402,38 @@ def test_html_escapes_names_and_messages(unsafe: Json) -> None:
 def test_html_marks_the_counterexample_path_in_the_state_machine(unsafe: Json) -> None:
     tags = _dom(render_html(unsafe))
     svg = [attrs for tag, attrs in tags if tag == "svg" and "machine" in _classes(attrs)]
-    assert [s["id"] for s in svg] == ["cx1-svg"]
-    edges = [a for t, a in tags if t == "g" and "edge" in _classes(a) and a["id"].startswith("cx1-")]
-    drawn = {(e["data-transition"], e["data-from"]) for e in edges}
+    assert [s["id"] for s in svg] == ["cx1-svg", "cx2-svg"]
     machine = {(t["id"], s) for t in unsafe["machine"]["transitions"] for s in t["from"]}
-    assert drawn == machine
-    on_path = sorted(e["data-transition"] for e in edges if "cx-path" in _classes(e))
-    assert on_path == sorted(UNSAFE_PATH)
-    badges = [a for t, a in tags if t == "g" and "step-badge" in _classes(a)]
-    assert [(b["data-step"], b.get("data-transition")) for b in badges] == [
+    for cx, steps in (("cx1", 4), ("cx2", 3)):
+        edges = [a for t, a in tags if t == "g" and "edge" in _classes(a) and a["id"].startswith(f"{cx}-")]
+        assert {(e["data-transition"], e["data-from"]) for e in edges} == machine
+        on_path = sorted(e["data-transition"] for e in edges if "cx-path" in _classes(e))
+        assert on_path == sorted(UNSAFE_PATH)  # the refused chargeback is not an edge taken
+        states = {
+            a["data-state"]: _classes(a)
+            for t, a in tags
+            if t == "g" and "node" in _classes(a) and a["id"].startswith(f"{cx}-")
+        }
+        assert set(states) == {s["name"] for s in unsafe["machine"]["states"]}
+        assert "initial" in states["draft"]
+        assert "cx-end" in states["released"]
+        assert "cx-end" not in states["refunded"] and "final" in states["refunded"]
+        rows = [a["data-step"] for t, a in tags if t == "tr" and a.get("id", "").startswith(f"cx-{cx[2:]}-step-")]
+        assert rows == [str(n) for n in range(1, steps + 1)]
+    badges = [a for t, a in tags if t == "g" and "step-badge" in _classes(a) and a["id"].startswith("cx1-")]
+    assert [(b["data-step"], b.get("data-transition")) for b in badges[:3]] == [
         (str(n), name) for n, name in enumerate(UNSAFE_PATH, 1)
     ]
-    states = {a["data-state"]: _classes(a) for t, a in tags if t == "g" and "node" in _classes(a)}
-    assert set(states) == {s["name"] for s in unsafe["machine"]["states"]}
-    assert "initial" in states["draft"]
-    assert {"final", "cx-end"} <= states["refunded"]
-    rows = [a["data-step"] for t, a in tags if t == "tr" and a.get("id", "").startswith("cx-1-step-")]
-    assert rows == ["1", "2", "3", "4"]
+    assert (badges[3]["data-step"], badges[3]["data-kind"], badges[3]["data-state"]) == ("4", "refused", "released")
 
 
 def test_html_puts_other_events_on_their_state(unsafe: Json) -> None:
     tags = _dom(render_html(_with_fault_path(unsafe)))
-    badges = {a["data-step"]: a for t, a in tags if t == "g" and "step-badge" in _classes(a)}
+    badges = {
+        a["data-step"]: a for t, a in tags if t == "g" and "step-badge" in _classes(a) and a["id"].startswith("cx1-")
+    }
     assert sorted(badges, key=int) == [str(n) for n in range(1, 8)]
-    assert badges["5"]["data-state"] == "refunded"
+    assert badges["5"]["data-state"] == "released"  # where the refused chargeback left the agreement
     assert {"kind-fault", "has-fault"} <= _classes(badges["5"])
 
 

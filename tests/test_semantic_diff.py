@@ -1,14 +1,18 @@
-"""`pactwright diff`: semantic changes between policies or bundles, with clauses."""
+"""`pactwright diff`: semantic changes between policies or bundles, with clauses,
+and the safety downgrades among them (text, JSON and the CI exit code)."""
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from pactwright.cli.main import main as cli_main
 from pactwright.compiler.pipeline import check_text
 from pactwright.compiler.semantic_diff import render_diff_text, semantic_diff
 from tests.bundles import POLICIES
@@ -112,3 +116,460 @@ def test_cli_diff_between_a_policy_and_its_bundle_and_json(tmp_path: Path) -> No
     effect = next(c for c in diff["changes"] if c["name"] == "refund_payment")
     assert effect["fields"] == [{"field": "max_calls", "old": "1", "new": "2"}]
     assert diff["old"]["candidate_hash"] != diff["new"]["candidate_hash"]
+
+
+# Safety downgrades ----------------------------------------------------------------
+
+SMALL = """\
+pact "test.downgrades" version "1.0.0"
+
+currency EUR scale 2
+default deny
+
+role agent
+role approver
+role auditor
+role helper untrusted
+
+param amount: money between 0.01 and 100.00
+param order_id: text matching "ORD-[0-9]{1,6}"
+
+account merchant "merchant:refunds" external
+account customer "customers:{order_id}"
+
+budget {
+  max_turns 4
+  ceiling 100.00
+}
+
+rule R1 allow
+rule R4 require_approval
+
+effect pay {
+  risk R4
+  reversibility compensable
+  max_calls 1
+  ceiling 100.00
+  strategy reconcilable
+  key order_id, amount
+  amount amount
+}
+
+effect notify {
+  risk R1
+  reversibility irreversible
+  strategy once
+  amount amount
+}
+
+state open initial
+state paid final
+state closed final
+
+clause "1" transition pay_out: open -> paid {
+  by agent
+  when amount <= 50.00
+  approval by approver not requester
+  call pay
+  transfer amount from merchant to customer
+}
+
+clause "2" transition close: open -> closed {
+  by agent
+  approval by auditor
+  call notify
+}
+
+clause "3" invariant paid_once: applied(pay_out) <= 1
+"""
+
+# (edit of SMALL: old text -> new text, the one finding expected: kind, level, where, clause, before, after)
+DOWNGRADES = [
+    (
+        "strategy reconcilable",
+        "strategy retry",
+        "strategy weakened",
+        "downgrade",
+        "effect pay",
+        None,
+        "reconcilable",
+        "retry",
+    ),
+    (
+        "strategy reconcilable",
+        "strategy once",
+        "strategy weakened",
+        "downgrade",
+        "effect pay",
+        None,
+        "reconcilable",
+        "once",
+    ),
+    (
+        "reversibility irreversible",
+        "reversibility reversible",
+        "reversibility changed",
+        "downgrade",
+        "effect notify",
+        None,
+        "irreversible",
+        "reversible",
+    ),
+    (
+        "reversibility compensable",
+        "reversibility not_applicable",
+        "reversibility changed",
+        "downgrade",
+        "effect pay",
+        None,
+        "compensable",
+        "not_applicable",
+    ),
+    (
+        "reversibility compensable",
+        "reversibility irreversible",
+        "reversibility changed",
+        "review",
+        "effect pay",
+        None,
+        "compensable",
+        "irreversible",
+    ),
+    ("  approval by auditor\n", "", "approval dropped", "downgrade", "transition close", "2", "by auditor", "none"),
+    (
+        "approval by approver not requester",
+        "approval by approver",
+        "not requester dropped",
+        "downgrade",
+        "transition pay_out",
+        "1",
+        "by approver not requester",
+        "by approver",
+    ),
+    (
+        "approval by approver not requester",
+        "approval by auditor not requester",
+        "approval changed",
+        "review",
+        "transition pay_out",
+        "1",
+        "by approver not requester",
+        "by auditor not requester",
+    ),
+    (
+        "  when amount <= 50.00\n",
+        "",
+        "guard dropped",
+        "downgrade",
+        "transition pay_out",
+        "1",
+        "amount <= 50.00",
+        "none",
+    ),
+    (
+        "when amount <= 50.00",
+        "when amount <= 60.00",
+        "guard changed",
+        "review",
+        "transition pay_out",
+        "1",
+        "amount <= 50.00",
+        "amount <= 60.00",
+    ),
+    (
+        "  ceiling 100.00\n  strategy",
+        "  ceiling 150.00\n  strategy",
+        "ceiling raised",
+        "downgrade",
+        "effect pay",
+        None,
+        "100.00",
+        "150.00",
+    ),
+    (
+        "  ceiling 100.00\n  strategy",
+        "  strategy",
+        "ceiling removed",
+        "downgrade",
+        "effect pay",
+        None,
+        "100.00",
+        "none",
+    ),
+    ("  ceiling 100.00\n}", "  ceiling 100.01\n}", "ceiling raised", "downgrade", "budget", None, "100.00", "100.01"),
+    ("  ceiling 100.00\n}", "}", "ceiling removed", "downgrade", "budget", None, "100.00", "none"),
+    ("max_turns 4", "max_turns 5", "max_turns raised", "downgrade", "budget", None, "4", "5"),
+    ("max_calls 1", "max_calls 3", "max_calls raised", "downgrade", "effect pay", None, "1", "3"),
+    ("  max_calls 1\n", "", "max_calls removed", "downgrade", "effect pay", None, "1", "none"),
+    ("risk R4", "risk R1", "risk lowered", "downgrade", "effect pay", None, "R4", "R1"),
+    (
+        'clause "3" invariant paid_once: applied(pay_out) <= 1\n',
+        "",
+        "invariant dropped",
+        "downgrade",
+        "invariant paid_once",
+        "3",
+        "applied(pay_out) <= 1",
+        "none",
+    ),
+    (
+        "applied(pay_out) <= 1",
+        "applied(pay_out) <= 2",
+        "invariant changed",
+        "review",
+        "invariant paid_once",
+        "3",
+        "applied(pay_out) <= 1",
+        "applied(pay_out) <= 2",
+    ),
+    (
+        "key order_id, amount",
+        "key order_id",
+        "key reduced",
+        "downgrade",
+        "effect pay",
+        None,
+        "amount, order_id",
+        "order_id",
+    ),
+    (
+        "role helper untrusted",
+        "role helper",
+        "role made trusted",
+        "downgrade",
+        "role helper",
+        None,
+        "untrusted",
+        "trusted",
+    ),
+    (
+        "rule R4 require_approval",
+        "rule R4 allow",
+        "rule relaxed",
+        "downgrade",
+        "rule R4",
+        None,
+        "require_approval",
+        "allow",
+    ),
+    (
+        "rule R1 allow\n",
+        "rule R1 allow\nrule R2 allow\n",
+        "rule relaxed",
+        "downgrade",
+        "rule R2",
+        None,
+        "deny (no rule)",
+        "allow",
+    ),
+]
+
+
+def _edit(old: str, new: str) -> str:
+    assert SMALL.count(old) == 1, old
+    return SMALL.replace(old, new)
+
+
+def _finding(row: tuple[str, ...]) -> dict[str, Any]:
+    kind, level, where, clause, before, after = row[2:]
+    return {"kind": kind, "level": level, "where": where, "clause": clause, "before": before, "after": after}
+
+
+def _line(finding: dict[str, Any]) -> str:
+    clause = f" [clause {finding['clause']}]" if finding["clause"] else ""
+    return (
+        f"{finding['level']}: {finding['where']}{clause}: {finding['kind']}: {finding['before']} -> {finding['after']}"
+    )
+
+
+@pytest.mark.parametrize("row", DOWNGRADES, ids=[f"{r[2]}:{r[4]}:{r[3]}" for r in DOWNGRADES])
+def test_each_downgrade_is_flagged_alone_in_json_and_text(row: tuple[str, ...]) -> None:
+    diff = _diff(SMALL, _edit(row[0], row[1]))
+    assert diff["downgrades"] == [_finding(row)]
+    text = render_diff_text(diff)
+    assert _line(_finding(row)) in text.splitlines(), text
+    assert "safety downgrades: 1 flagged" in text
+
+
+@pytest.mark.parametrize(
+    "row",
+    [r for r in DOWNGRADES if r[3] == "downgrade" and r[2] != "reversibility changed"],
+    ids=[f"{r[2]}:{r[4]}" for r in DOWNGRADES if r[3] == "downgrade" and r[2] != "reversibility changed"],
+)
+def test_the_reverse_of_a_downgrade_strengthens_and_is_not_flagged(row: tuple[str, ...]) -> None:
+    """retry -> reconcilable, a ceiling lowered or added, an approval or guard added, a key extended..."""
+    diff = _diff(_edit(row[0], row[1]), SMALL)
+    assert diff["changes"], "the pair must differ"
+    assert diff["downgrades"] == []
+    assert "no safety downgrades" in render_diff_text(diff).splitlines()
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("strategy reconcilable", "strategy idempotent"),  # equally safe
+        ("strategy reconcilable", "strategy compensate with notify"),
+        ("  ceiling 100.00\n  strategy", "  ceiling 99.99\n  strategy"),
+        ("max_calls 1", "max_calls 1\n  timeout 5s"),
+        ("between 0.01 and 100.00", "between 0.01 and 90.00"),
+        ("  by agent\n  approval by auditor", "  by agent, approver\n  approval by auditor"),
+    ],
+)
+def test_other_changes_are_not_downgrades(old: str, new: str) -> None:
+    diff = _diff(SMALL, _edit(old, new))
+    assert diff["changes"] and diff["downgrades"] == []
+
+
+def test_several_downgrades_are_listed_in_a_fixed_order_with_counts() -> None:
+    new = SMALL
+    for old_text, new_text in (
+        ("strategy reconcilable", "strategy retry"),
+        ("when amount <= 50.00", "when amount <= 60.00"),
+        ("max_turns 4", "max_turns 5"),
+        ('clause "3" invariant paid_once: applied(pay_out) <= 1\n', ""),
+    ):
+        new = new.replace(old_text, new_text)
+    diff = _diff(SMALL, new)
+    assert [(d["where"], d["kind"]) for d in diff["downgrades"]] == [
+        ("budget", "max_turns raised"),
+        ("transition pay_out", "guard changed"),
+        ("invariant paid_once", "invariant dropped"),
+        ("effect pay", "strategy weakened"),
+    ]
+    assert "safety downgrades: 4 flagged (3 downgrade, 1 review)" in render_diff_text(diff)
+
+
+def test_a_removed_budget_removes_each_of_its_limits() -> None:
+    diff = _diff(SMALL, _edit("budget {\n  max_turns 4\n  ceiling 100.00\n}\n", ""))
+    assert [(d["where"], d["kind"], d["before"]) for d in diff["downgrades"]] == [
+        ("budget", "ceiling removed", "100.00"),
+        ("budget", "max_turns removed", "4"),
+    ]
+
+
+def test_ceilings_compare_across_scales_and_not_across_currencies() -> None:
+    def ceilings(new: str) -> list[tuple[str, str, str, str, str]]:
+        found = _diff(SMALL, new)["downgrades"]
+        return [(d["where"], d["kind"], d["level"], d["before"], d["after"]) for d in found if "ceiling" in d["kind"]]
+
+    # 100.00 at scale 2 (10000 minor units) is 100.000 at scale 3 (100000): not raised.
+    finer = SMALL.replace("scale 2", "scale 3").replace("100.00", "100.000")
+    assert ceilings(finer) == []
+    raised = finer.replace("  ceiling 100.000\n}", "  ceiling 100.001\n}")
+    assert ceilings(raised) == [("budget", "ceiling raised", "downgrade", "100.00", "100.001")]
+    assert ceilings(SMALL.replace("currency EUR", "currency USD")) == []
+    other = SMALL.replace("currency EUR", "currency USD").replace("  ceiling 100.00\n}", "  ceiling 1.00\n}")
+    assert ceilings(other) == [("budget", "ceiling changed", "review", "100.00", "1.00")]
+
+
+def _candidate(source: str) -> dict[str, Any]:
+    result = check_text(source)
+    assert result.candidate is not None, result.diagnostics
+    return copy.deepcopy(result.candidate.to_json())
+
+
+def test_unset_reversibility_and_strategy_count_as_weaker_than_declared() -> None:
+    # Edited at the candidate level: `check` may refuse such an effect at a high risk class.
+    old = _candidate(SMALL)
+    new = copy.deepcopy(old)
+    notify = next(e for e in new["effects"] if e["name"] == "notify")
+    del notify["reversibility"]
+    pay = next(e for e in new["effects"] if e["name"] == "pay")
+    del pay["strategy"]
+    found = {
+        (d["where"], d["kind"], d["level"], d["before"], d["after"]) for d in semantic_diff(old, new)["downgrades"]
+    }
+    assert found == {
+        ("effect notify", "reversibility changed", "downgrade", "irreversible", "none"),
+        ("effect pay", "strategy weakened", "downgrade", "reconcilable", "once (unset)"),
+    }
+    # An unset reversibility still counts as moving money; declaring it `reversible` leaves that.
+    back = copy.deepcopy(new)
+    next(e for e in back["effects"] if e["name"] == "notify")["reversibility"] = "reversible"
+    assert [(d["kind"], d["level"]) for d in semantic_diff(new, back)["downgrades"]] == [
+        ("reversibility changed", "downgrade")
+    ]
+
+
+_PRICE = {"op": "param", "type": "money", "name": "amount"}
+_HALF = {"op": "/", "type": "money", "args": [_PRICE, {"op": "lit", "type": "int", "value": "2"}]}
+
+
+def test_a_changed_effect_amount_is_flagged_for_review() -> None:
+    old = _candidate(SMALL)
+    for effect in old["effects"]:
+        effect["amount"] = _PRICE
+    new = copy.deepcopy(old)
+    next(e for e in new["effects"] if e["name"] == "pay")["amount"] = _HALF
+    diff = semantic_diff(old, new)
+    assert diff["downgrades"] == [
+        {
+            "kind": "amount changed",
+            "level": "review",
+            "where": "effect pay",
+            "clause": None,
+            "before": "amount",
+            "after": "amount / 2",
+        }
+    ]
+    assert "review: effect pay: amount changed: amount -> amount / 2" in render_diff_text(diff)
+
+
+def test_a_changed_call_site_amount_is_flagged_and_rendered() -> None:
+    old = _candidate(SMALL)
+    new = copy.deepcopy(old)
+    pay_out = next(t for t in new["transitions"] if t["name"] == "pay_out")
+    pay_out["calls"] = [{"effect": "pay", "amount": _HALF}]
+    diff = semantic_diff(old, new)
+    assert diff["downgrades"] == [
+        {
+            "kind": "amount changed",
+            "level": "review",
+            "where": "transition pay_out call pay",
+            "clause": "1",
+            "before": "none",
+            "after": "amount / 2",
+        }
+    ]
+    text = render_diff_text(diff)
+    assert "-> pay amount amount / 2" in text, text
+
+
+def test_an_effect_amount_written_in_the_policy_is_compared() -> None:
+    """Needs the `amount EXPR` effect field in the candidate (being built alongside)."""
+    diff = _diff(SMALL, _edit("  amount amount\n}\n\neffect notify", "  amount amount / 2\n}\n\neffect notify"))
+    assert [(d["where"], d["kind"], d["after"]) for d in diff["downgrades"]] == [
+        ("effect pay", "amount changed", "amount / 2")
+    ]
+
+
+def test_cli_flags_downgrades_in_json_and_fails_only_when_asked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old, weaker, stronger = tmp_path / "old.pact", tmp_path / "weaker.pact", tmp_path / "stronger.pact"
+    old.write_text(SMALL)
+    weaker.write_text(_edit("strategy reconcilable", "strategy retry"))
+    stronger.write_text(_edit("  ceiling 100.00\n  strategy", "  ceiling 80.00\n  strategy"))
+    assert cli_main(["diff", str(old), str(weaker), "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["downgrades"] == [
+        {
+            "kind": "strategy weakened",
+            "level": "downgrade",
+            "where": "effect pay",
+            "clause": None,
+            "before": "reconcilable",
+            "after": "retry",
+        }
+    ]
+    assert cli_main(["diff", str(old), str(weaker), "--fail-on-downgrade"]) == 1
+    assert "downgrade: effect pay: strategy weakened: reconcilable -> retry" in capsys.readouterr().out
+    assert cli_main(["diff", str(old), str(stronger), "--fail-on-downgrade"]) == 0
+    assert "no safety downgrades" in capsys.readouterr().out
+    assert cli_main(["diff", str(old), str(stronger), "--fail-on-downgrade", "--exit-code"]) == 1
+    capsys.readouterr()
+    # A `review` finding (a guard rewritten) also fails the gate: a person has to read it.
+    guard = tmp_path / "guard.pact"
+    guard.write_text(_edit("when amount <= 50.00", "when amount < 50.00"))
+    assert cli_main(["diff", str(old), str(guard), "--fail-on-downgrade", "--format", "json"]) == 1
+    assert [d["level"] for d in json.loads(capsys.readouterr().out)["downgrades"]] == ["review"]

@@ -15,11 +15,13 @@ evaluator over `transitions.json`) says what is reachable.
 - text: a `text matching` param compared with a literal or with another such
   param was explored with one stand-in value only (a false `proved`);
 - division by zero in a guard crashed the explorer (exit 3);
-- `total(E)` read an effect amount such as `balance(escrow)` when checking,
-  not when the call was made (a false pass, and a false violation); replay
-  forgot a compensation's amount (PW390);
-- the z3 amount search ignored compensations, and commands refused for some
-  amounts, and said "proved for all values in range";
+- `total(E)` read a guessed effect amount such as `balance(escrow)` when
+  checking, not what the call carried (a false pass, and a false violation);
+  effects now declare their amount, and `total` counts it per application;
+  replay forgot a compensation's amount (PW390);
+- the sampled z3 amount search ignored compensations, and commands refused
+  for some amounts, and said "proved for all values in range"; ranged params
+  are now symbols in the search itself, and a refusal is `funds_available`;
 - a percent range whose midpoint has more than four decimals made `verify`
   fail on a valid policy;
 - `does_not_prove` left out limits the docs list (ledger delivery, parked
@@ -552,6 +554,8 @@ effect payout {
   reversibility reversible
   scopes "payments:write"
   strategy STRATEGY
+  key price
+  amount price
 }
 state open initial
 state paid
@@ -570,12 +574,19 @@ invariant payout_carries_the_price: applied(payout) == 0 or total(payout) >= pri
 """
 
 
-def test_total_counts_the_amount_a_call_carried_when_it_was_made() -> None:
-    """`total(payout)` read `balance(escrow)` after the release emptied it: 0, whatever was paid."""
+def test_total_counts_the_amount_each_application_carried() -> None:
+    """`total(payout)` read `balance(escrow)` after the release emptied it: 0, whatever was paid.
+
+    The amount is now declared (`amount price`), which also makes the effect
+    money-moving: a `retry` that makes it take effect twice for one commit
+    breaks `effect_applied_once` as well.
+    """
     retried = _verify(PAYOUT.replace("STRATEGY", "retry"))
     # A lost response is retried: the payout happens twice, each carrying the price.
     assert _entry(retried, "paid_out_once")["verdict"] == "violated"
     assert "fault payout" in _events(retried, "paid_out_once")
+    assert _entry(retried, "effect_applied_once")["verdict"] == "violated"
+    assert "fault payout" in _events(retried, "effect_applied_once")
     # ... and a payout that happened carried the price: this held false before.
     assert _entry(retried, "payout_carries_the_price")["verdict"] == "holds-to-bound"
     assert _verify(PAYOUT.replace("STRATEGY", "idempotent"))["verdict"] == "pass"
@@ -594,14 +605,19 @@ def test_a_compensation_carries_its_amount_in_replay() -> None:
     assert _events(report, "probe")[-1] == "compensate void_capture"
 
 
-def test_the_amount_search_counts_compensations() -> None:
-    """z3 read `applied(void_capture)` as 0 in every abstract state and said "proved for all values"."""
-    report = _verify(_compensation_probe("applied(void_capture) == 0 or price != 123.45"), proofs=True)
+@pytest.mark.parametrize("proofs", [False, True])
+def test_the_amount_search_counts_compensations(proofs: bool) -> None:
+    """z3 read `applied(void_capture)` as 0 in every abstract state and said "proved for all values".
+
+    The symbolic search finds the one price itself; the proof stage must not undo it.
+    """
+    report = _verify(_compensation_probe("applied(void_capture) == 0 or price != 123.45"), proofs=proofs)
     entry = _entry(report, "probe")
     assert entry["verdict"] == "violated"
-    assert entry["amount_witness"]["text"] == "123.45"
     cx = report["counterexamples"][entry["counterexample"]]
+    assert cx["replayed"]
     assert cx["params"][0]["price"] == "123.45"
+    assert _events(report, "probe")[-1] == "compensate void_capture"
 
 
 REFUSED_BETWEEN_SAMPLES = """pact "adv.refused" version "1.0.0"
@@ -630,16 +646,26 @@ invariant small_advance: not reached(s2) or balance(a) <= 5.00
 """
 
 
-def test_the_amount_search_does_not_claim_all_values_when_refusals_depend_on_them() -> None:
-    """`s2` needs 50 <= price <= 60, which no sample hits; z3 saw only the sampled states and said "proved"."""
-    report = _verify(REFUSED_BETWEEN_SAMPLES, proofs=True)
+@pytest.mark.parametrize("proofs", [False, True])
+def test_a_violation_behind_amounts_the_ledger_refuses_elsewhere_is_found(proofs: bool) -> None:
+    """`s2` needs 50 <= price <= 60, which no sample hits; z3 saw only the sampled states and said "proved".
+
+    Now the search carries the path condition 50.00 <= price <= 60.00 to
+    `s2` and finds `small_advance` broken above 55.00; and the refusals
+    themselves (a negative `t1` below 50.00) are `funds_available`.
+    """
+    report = _verify(REFUSED_BETWEEN_SAMPLES, proofs=proofs)
+    assert report["verdict"] == "fail"
     entry = _entry(report, "small_advance")
-    # Violated at price 56.00 (a = 6.00), between the samples: the documented limit, but never "proved".
-    assert entry["verdict"] == "holds-to-bound"
-    assert entry["amounts"] != "proved for all values in range (z3)"
-    assert entry["amounts"].endswith(
-        "not proved for all values: the ledger refuses `t1` for the values that make its amount negative"
-    )
+    assert entry["verdict"] == "violated"
+    cx = report["counterexamples"][entry["counterexample"]]
+    assert cx["replayed"]
+    assert [e["command"] for e in cx["events"]] == ["t1", "t2"]
+    whole, _, cents = cx["params"][0]["price"].partition(".")
+    assert 5501 <= int(whole) * 100 + int(cents) <= 6000
+    assert _events(report, "funds_available") == ["refused t1"]
+    refused = report["counterexamples"][_entry(report, "funds_available")["counterexample"]]
+    assert refused["params"][0]["price"] == "1.00"  # the lowest price, where `price - 50.00` is negative
 
 
 # -- what the report does not prove ----------------------------------------------------------
@@ -655,7 +681,7 @@ def test_every_documented_limit_the_policy_runs_into_is_in_does_not_prove() -> N
     assert any(
         "idempotency key" in item for item in _verify(PAYOUT.replace("STRATEGY", "idempotent"))["does_not_prove"]
     )
-    guarded = PAYOUT.replace("STRATEGY", "retry").replace(
+    guarded = PAYOUT.replace("STRATEGY", "idempotent").replace(
         "transition release: paid -> done {\n  by clerk",
         "transition release: paid -> done {\n  by clerk\n  when applied(payout) == 0",
     )

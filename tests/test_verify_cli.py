@@ -1,7 +1,7 @@
 """`pactwright verify` and `pactwright build` as CI runs them: real processes, real files.
 
-Covers the exit-code contract (0 pass, 1 violation or blockers, 2 usage,
-`--strict` on an exhausted bound), the JSON and JUnit outputs, and the bundle
+Covers the exit-code contract (0 pass, 1 violation, incomplete run or
+blockers, 2 usage, `--strict` on a bound that stopped the search), the JSON and JUnit outputs, and the bundle
 that `build` writes: its report, the manifest's binding to the report's hash
 and verdict, and byte-identical reports across runs. No run may print a
 traceback or an internal error. Tests assert codes and structure, not wording.
@@ -34,6 +34,8 @@ REPORT_KEYS = {
     "bounds",
     "exploration",
     "verdict",
+    "complete",
+    "allow_incomplete",
     "invariants",
     "counterexamples",
     "amounts",
@@ -99,12 +101,36 @@ def test_a_violation_exits_1_with_the_counterexample() -> None:
     assert done.returncode == 1, done.stderr
     assert "FAIL" in done.stdout
     assert "4 events" in done.stdout
+    assert "VIOLATED funds_available" in done.stdout
+    assert "refused chargeback" in done.stdout
 
 
 def test_the_full_verification_runs_by_default() -> None:
     """Proofs and mutation analysis included: still exit 1 on the unsafe fixture, 0 on the reference one."""
     assert pw("verify", UNSAFE).returncode == 1
     assert pw("verify", "policies/support_refund.pact").returncode == 0
+
+
+@pytest.mark.parametrize("where", ["existing file", "below a file", "below /dev/null"])
+def test_a_report_dir_that_cannot_be_a_directory_is_refused_before_verifying(where: str, tmp_path: Path) -> None:
+    """Defect 8: `--report-dir FILE` was an internal error with a traceback; now PW307, exit 2, nothing written."""
+    afile = tmp_path / "notes.txt"
+    afile.write_text("keep me", "utf-8")
+    target = {"existing file": afile, "below a file": afile / "out", "below /dev/null": Path("/dev/null/x")}[where]
+    before = sorted(p.name for p in tmp_path.iterdir())
+    done = pw("verify", MILESTONE, *FAST, "--report-dir", str(target))
+    assert done.returncode == 2, done.stderr
+    assert "error[PW307]" in done.stderr
+    assert done.stdout == ""
+    assert afile.read_text("utf-8") == "keep me"
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_a_report_dir_is_created_when_missing(tmp_path: Path) -> None:
+    target = tmp_path / "a" / "b"
+    done = pw("verify", MILESTONE, *FAST, "--report-dir", str(target))
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in target.iterdir()) == ["report.html", "report.json", "report.md"]
 
 
 @pytest.mark.parametrize("command", ["verify", "build"])
@@ -143,17 +169,25 @@ def test_usage_errors_exit_2(args: tuple[str, ...]) -> None:
     assert done.stdout == ""
 
 
-def test_strict_exits_1_when_a_bound_stops_exploration_early() -> None:
-    strict = pw("verify", MILESTONE, *FAST, "--max-states", "10", "--strict")
-    assert strict.returncode == 1, strict.stderr
-    lenient = pw("verify", MILESTONE, *FAST, "--max-states", "10", "--format", "json")
-    assert lenient.returncode == 0, lenient.stderr
-    report = _json(lenient)
-    assert report["verdict"] == "pass"
+def test_a_bound_that_stops_exploration_early_is_incomplete_not_pass() -> None:
+    done = pw("verify", MILESTONE, *FAST, "--max-states", "10", "--format", "json")
+    assert done.returncode == 1, done.stderr
+    report = _json(done)
+    assert (report["verdict"], report["complete"], report["allow_incomplete"]) == ("incomplete", False, False)
     assert report["exploration"]["exhausted"] is False
     assert report["exploration"]["bound_hit"] == "max_states"
-    assert any("max_states" in warning for warning in report["warnings"])
+    assert any("max_states" in w and "--max-states N" in w for w in report["warnings"])
     assert all(i["verdict"] != "proved" for i in report["invariants"])
+
+
+def test_strict_exits_1_when_a_bound_stops_exploration_early_even_if_allowed() -> None:
+    """`--strict` wants every search exhausted: it overrides `--allow-incomplete`."""
+    allowed = pw("verify", MILESTONE, *FAST, "--max-states", "10", "--allow-incomplete", "--format", "json")
+    assert allowed.returncode == 0, allowed.stderr
+    report = _json(allowed)
+    assert (report["verdict"], report["complete"], report["allow_incomplete"]) == ("pass", False, True)
+    strict = pw("verify", MILESTONE, *FAST, "--max-states", "10", "--allow-incomplete", "--strict")
+    assert strict.returncode == 1, strict.stderr
 
 
 def test_strict_changes_nothing_when_the_space_is_exhausted() -> None:
@@ -171,6 +205,7 @@ def test_json_output_is_the_report(policy: str, code: int) -> None:
     assert set(report) == REPORT_KEYS
     assert report["format"] == "pactwright.report/1"
     assert report["verdict"] == ("pass" if code == 0 else "fail")
+    assert (report["complete"], report["allow_incomplete"]) == (True, False)
     assert report["bounds"] == {"agreements": 1, "faults": 1, "max_depth": 64, "max_states": 2_000_000}
     assert bool(report["counterexamples"]) == (code == 1)
 
@@ -197,10 +232,12 @@ def test_junit_has_one_testcase_per_invariant_and_failures_for_violations(policy
     assert failed == violated
     assert int(suite.get("failures", "-1")) == len(failed)
     if code == 1:
-        assert {"escrow_never_negative", "settles_once"} <= failed
-        failure = next(c for c in cases if c.get("name") == "settles_once").find("failure")
+        # The chargeback is refused at commit (escrow is empty): it never runs, so the
+        # policy's own invariants hold; the refusal and the stranded money fail.
+        assert failed == {"funds_available", "funds_not_stuck"}
+        failure = next(c for c in cases if c.get("name") == "funds_available").find("failure")
         assert failure is not None
-        assert "chargeback" in (failure.text or "")
+        assert (failure.text or "").splitlines()[-1].endswith("refused chargeback")
 
 
 # build ---------------------------------------------------------------------------------

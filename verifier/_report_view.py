@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pactwright.money import format_money
+from pactwright.verifier._completeness import ALLOWED_NOTE
 
 Json = dict[str, Any]
 
@@ -27,6 +28,49 @@ VERDICT_MEANING = {
     "vacuous-suspect": "not violated, but no mutant violates it either: it may be checking nothing",
     "unknown": "the verifier could not decide it",
 }
+
+
+def is_vacuous(invariant: Mapping[str, Any]) -> bool:
+    """Whether no mutant violates it: verdict `vacuous-suspect`, or a proof that carries the flag."""
+    return invariant["verdict"] == "vacuous-suspect" or invariant.get("vacuous_suspect") is True
+
+
+def strength(invariant: Mapping[str, Any]) -> str:
+    """How far the invariant was established: proved, holds-to-bound, violated or unknown.
+
+    report.json gives a bounded invariant no mutant breaks the verdict
+    `vacuous-suspect`, and a proved one the verdict `proved` with
+    `vacuous_suspect: true`; either way vacuity is a flag beside the strength.
+    """
+    return "holds-to-bound" if invariant["verdict"] == "vacuous-suspect" else str(invariant["verdict"])
+
+
+def tally(invariants: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """The counts every rendering prints, computed here only so that they cannot disagree.
+
+    `proved`, `holds-to-bound`, `violated` and `unknown` count each
+    invariant once, by strength, and sum to the number of invariants;
+    `vacuous-suspect` counts the flagged ones whatever their strength, so a
+    proved invariant that no mutant breaks counts as both.
+    """
+    counts = dict.fromkeys(VERDICTS, 0)
+    for invariant in invariants:
+        counts[strength(invariant)] = counts.get(strength(invariant), 0) + 1
+        counts["vacuous-suspect"] += is_vacuous(invariant)
+    return counts
+
+
+def verdict_label(invariant: Mapping[str, Any]) -> str:
+    """One invariant's verdict as shown: `proved, vacuous-suspect` for a proof no mutant could break."""
+    if invariant["verdict"] == "vacuous-suspect" or not is_vacuous(invariant):
+        return str(invariant["verdict"])
+    return f"{invariant['verdict']}, vacuous-suspect"
+
+
+def verdict_note(report: Mapping[str, Any]) -> str:
+    """`incomplete, allowed by --allow-incomplete` for a pass the caller accepted unfinished; else empty."""
+    accepted = report["verdict"] == "pass" and report.get("allow_incomplete") is True
+    return ALLOWED_NOTE if accepted and report.get("complete") is False else ""
 
 
 @dataclass(frozen=True)
@@ -85,6 +129,7 @@ class View:
     report: Json
     title: str
     verdict: str
+    verdict_note: str  # empty, or why a pass is one although the run is incomplete
     headline: str
     tally: tuple[tuple[str, int], ...]
     money: Money
@@ -113,7 +158,7 @@ def build(report: Mapping[str, Any]) -> View:
     currency = report.get("currency") or {}
     money = Money(currency.get("scale"), currency.get("code") or currency.get("asset"))
     invariants = tuple(_invariant(i) for i in report["invariants"])
-    counts = {v: sum(1 for i in invariants if i["verdict"] == v) for v in VERDICTS}
+    counts = tally(report["invariants"])
     exploration = report["exploration"]
     bounds = report["bounds"]
     show_agreement = bounds["agreements"] > 1 or any(
@@ -125,6 +170,7 @@ def build(report: Mapping[str, Any]) -> View:
         report=report,
         title=f"{report['pact']['id']} {report['pact']['version']}",
         verdict=report["verdict"],
+        verdict_note=verdict_note(report),
         headline=_headline(report, counts),
         tally=tuple((v, counts[v]) for v in VERDICTS),
         money=money,
@@ -153,7 +199,7 @@ def build(report: Mapping[str, Any]) -> View:
 
 def _headline(report: Mapping[str, Any], counts: Mapping[str, int]) -> str:
     """One sentence: the verdict's grounds, then what else a reviewer must not miss."""
-    total = sum(counts.values())
+    total = len(report["invariants"])
     exploration = report["exploration"]
     amounts = [a.get("verdict") for a in report["amounts"]]
     extra = [
@@ -180,6 +226,11 @@ def _headline(report: Mapping[str, Any], counts: Mapping[str, int]) -> str:
     )
     caveats = [plural(counts[v], f"`{v}` invariant") for v in ("vacuous-suspect", "unknown") if counts[v]] + extra
     text = f"no invariant violated in {where}"
+    if report["verdict"] == "incomplete" or verdict_note(report):
+        undecided = total - counts["proved"]
+        text += f"; {plural(undecided, 'invariant')} not proved, so the run is incomplete"
+        if verdict_note(report):
+            text += f" ({ALLOWED_NOTE})"
     return text + (f" ({', '.join(caveats)})" if caveats else "")
 
 
@@ -200,6 +251,9 @@ def _invariant(invariant: Mapping[str, Any]) -> Json:
     out.setdefault("description", None)
     out.setdefault("amounts", None)
     out["meaning"] = VERDICT_MEANING.get(invariant["verdict"], "")
+    out["vacuous"] = is_vacuous(invariant)
+    out["strength"] = strength(invariant)
+    out["label"] = verdict_label(invariant)
     number = invariant.get("counterexample")
     out["cx_number"] = number + 1 if isinstance(number, int) else None
     return out

@@ -50,6 +50,12 @@ def simulate(explorer: Explorer, start: State, moves: list[Move]) -> list[State]
             if _timeline_clock(move):
                 states.append(explorer.all_later(states[-1]))
                 continue
+            if move.kind == "refused":
+                # The runtime refuses it: the state stays as it was.
+                if not any(_same(m, move) for _, m, _ in explorer.refusals(states[-1])):
+                    return None
+                states.append(states[-1])
+                continue
             nxt = next((succ for m, succ, _ in explorer.successors(states[-1]) if _same(m, move)), None)
             if nxt is None:
                 return None
@@ -60,6 +66,8 @@ def simulate(explorer: Explorer, start: State, moves: list[Move]) -> list[State]
 
 
 def violates(explorer: Explorer, states: list[State], invariant: str, moves: list[Move]) -> bool:
+    if invariant == "funds_available":
+        return bool(moves) and moves[-1].kind == "refused"
     if invariant == "no_posting_after_final":
         for before, move in zip(states, moves, strict=False):
             for m, _, edge in explorer.successors(before):
@@ -170,12 +178,13 @@ def concretize(explorer: Explorer, start: State, moves: list[Move], invariant: s
             constraints.append((index - 1, index, 0))
         else:
             constraints.extend(((index - 1, index, 0), (index, index - 1, 0)))
-        if move.kind == "command":
+        if move.kind in ("command", "refused"):
             t = explorer.model.transition_index[move.name]
             if move.cell is not None:
                 place(index, move.agreement, explorer.guard_dims[t], move.cell)
-            for stamp in explorer.stamp_sets[t]:
-                set_at[(move.agreement, stamp)] = index
+            if move.kind == "command":
+                for stamp in explorer.stamp_sets[t]:
+                    set_at[(move.agreement, stamp)] = index
     times: list[int] | None = None
     if last is not None and check is not None:
         block = explorer.split(states[-1])[1][last]
@@ -228,7 +237,7 @@ def _earliest(count: int, constraints: list[tuple[int, int, int]]) -> list[int] 
 
 
 def _params_of(explorer: Explorer, block: State) -> dict[str, Any]:
-    values = explorer.model.param_choices[block[1]]
+    values = explorer.param_values[block[1]]
     return {p["name"]: v for p, v in zip(explorer.model.params, values, strict=True)}
 
 
@@ -258,12 +267,23 @@ def replay(
     happened: dict[tuple[int, int], bool] = {}
     carried: dict[tuple[int, int], int] = {}  # the amount each call carries, fixed at its commit
     steps: list[dict[str, Any]] = []
+    refusals: list[str] = []
     sites = explorer.model.sites
     for move in moves:
         agr: ReplayAgreement | None = agreements[move.agreement] if move.agreement >= 0 else None
         postings: list[tuple[str, str, int]] = []
         if move.kind == "clock":
             replayer.now += move.delta or 0
+        elif move.kind == "refused":
+            assert agr is not None
+            extra = _extra(agr, effect_applied, effect_total, approved, replayer, explorer)
+            reason = replayer.refusal(agr, move.name, contributions, extra)
+            if reason is None:
+                raise VerifyError(
+                    f"`{move.name}` commits on replay although the verifier found it refused; this is a verifier bug",
+                    code="PW390",
+                )
+            refusals.append(reason)
         elif move.kind == "command":
             assert agr is not None
             extra = _extra(agr, effect_applied, effect_total, approved, replayer, explorer)
@@ -347,6 +367,25 @@ def _replayed_violation(
     explorer: Explorer,
     moves: list[Move],
 ) -> bool:
+    if invariant == "funds_available":
+        return bool(moves) and moves[-1].kind == "refused"  # and `replay` had the interpreter refuse it
+    if invariant == "funds_not_stuck":
+        # The search showed no command can commit again; replay confirms the agreement is
+        # left in a non-final state with money in a non-external account.
+        names = [a["name"] for a in table["accounts"] if not a["external"]]
+        return any(
+            agr.state not in replayer.final_states
+            and any(replayer.balances(agr, contributions)[name] != 0 for name in names)
+            for agr in agreements
+        )
+    if invariant == "effect_applied_once":
+        once = {sites.effect for sites in explorer.model.sites if sites.index in explorer.once_sites}
+        return any(
+            count > sum(agr.fired.get(t["id"], 0) for t in table["transitions"] if _calls(t, name))
+            for agr in agreements
+            for name, count in effect_applied[agr.agreement].items()
+            if name in once
+        )
     if invariant == "money_conserved":
         return sum(replayer.ledger.values()) != 0
     if invariant == "no_negative_internal":
@@ -374,6 +413,10 @@ def _replayed_violation(
         )
         for agr in agreements
     )
+
+
+def _calls(transition: Json, effect: str) -> bool:
+    return any(call.get("effect") == effect for call in transition.get("effects", []))
 
 
 def describe(
@@ -426,7 +469,7 @@ def describe(
     params = [
         {
             p["name"]: _render_param(p, v, model.scale)
-            for p, v in zip(model.params, model.param_choices[b[1]], strict=True)
+            for p, v in zip(model.params, explorer.param_values[b[1]], strict=True)
         }
         for b in first_blocks
     ]

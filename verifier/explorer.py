@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
+from itertools import product
 from typing import Any
 
 from pactwright.expr_text import render_expr
@@ -24,16 +25,27 @@ from pactwright.money import Percent, format_money
 from pactwright.verifier.expressions import ExpressionCompiler, View
 from pactwright.verifier.model import Json, Model
 from pactwright.verifier.protocol import FAULTS, ON_FAILED, ON_UNCERTAIN, TERMINAL, Phase
+from pactwright.verifier.symbolic import PERCENT_UNITS, Formula, Lin, Space, is_sym
 from pactwright.verifier.zones import Dim, Zone, Zones
 
-State = tuple[int, ...]
+State = tuple[Any, ...]  # ints, and linear forms where amounts depend on ranged params
+Condition = tuple[int, Any]  # (path condition id, formula): where a violation happens
+NOWHERE_NEEDED: Condition = (-1, True)  # a concrete run's violation: no witness to compute
+BUILTIN_NAMES = (
+    "money_conserved",
+    "no_negative_internal",
+    "effect_max_calls",
+    "effect_applied_once",
+    "funds_available",
+    "funds_not_stuck",
+)
 
 
 @dataclass(frozen=True)
 class Move:
     """One event of a path: who did what to which agreement, with which fault."""
 
-    kind: str  # command | approve | clock | dispatch | fault | runtime | reconcile | abandon | compensate
+    kind: str  # command | approve | clock | dispatch | fault | runtime | reconcile | abandon | compensate | refused
     agreement: int
     actor: str
     name: str  # transition id, effect name, "time passes", or a concrete clock delta ("+14d")
@@ -50,6 +62,18 @@ class Bounds:
     faults: int = 1
     max_depth: int = 64
     max_states: int = 2_000_000
+    # Stop as soon as every invariant named here has a violation (a mutant is
+    # caught, a witness is confirmed); None explores everything.
+    stop_on: frozenset[str] | None = None
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """An enabled command the runtime refuses at commit: a `funds_available` violation."""
+
+    transition: str
+    message: str
+    condition: Any = None  # (path condition id, formula) where it is refused; None in a concrete run
 
 
 @dataclass
@@ -63,13 +87,15 @@ class Layout:
     accounts: int
     zone_size: int = 0
 
+    # block[0] control state, block[1] choice of text samples, block[2] path condition id
+
     @property
     def zone(self) -> int:
-        return 2
+        return 3
 
     @property
     def fired(self) -> int:
-        return 2 + self.zone_size
+        return 3 + self.zone_size
 
     @property
     def phase(self) -> int:
@@ -125,6 +151,9 @@ class Violation:
     state_id: int
     message: str
     edge: bool = False
+    # Symbolic exploration: ranged param values (minor units, percent millionths) where it happens.
+    witness: dict[str, int] | None = None
+    refused: str | None = None  # funds_available: the transition the runtime refuses
 
 
 @dataclass
@@ -141,6 +170,9 @@ class ExplorationResult:
     exhausted: bool  # True when the whole reachable space (within faults/agreements) was explored
     bound_hit: str | None
     warnings: list[str] = field(default_factory=list)
+    unknown_queries: int = 0  # solver answers of `unknown`: the search may have missed what they hide
+    symbolic: tuple[str, ...] = ()  # params explored as symbols: results hold for every value in range
+    model_ranges: list[tuple[str, str, str]] = field(default_factory=list)  # (param, low, high) as a reader writes
 
 
 def allot(amount: int, shares: list[Fraction]) -> list[int]:
@@ -154,9 +186,18 @@ def allot(amount: int, shares: list[Fraction]) -> list[int]:
 class Explorer:
     """Builds and explores the composed state space of one model."""
 
-    def __init__(self, model: Model, bounds: Bounds) -> None:
+    def __init__(
+        self, model: Model, bounds: Bounds, pinned: dict[str, int] | None = None, space: Space | None = None
+    ) -> None:
+        """`pinned` fixes ranged params at concrete values (minor units; percents in
+        millionths) for a concrete run; otherwise ranged money and percent params are symbols.
+        Explorations of models with the same params (mutants) may share one `space`, and so
+        its symbols and every solver answer."""
         self.model = model
         self.bounds = bounds
+        self.space = space or Space()
+        self.param_values, self.symbolic_params = self._param_values(pinned)
+        self.symbolic = bool(self.symbolic_params)
         self.zones = Zones(len(model.stamps), model.clock_maxima)
         self.layout = Layout(
             stamps=len(model.stamps),
@@ -166,7 +207,7 @@ class Explorer:
             accounts=len(model.accounts),
             zone_size=self.zones.size,
         )
-        compiler = ExpressionCompiler(model)
+        compiler = ExpressionCompiler(model, self.space if self.symbolic else None)
         self.compiler = compiler
         self.guards = [compiler.function(t["guard"]) for t in model.transitions]
         self.sources = [frozenset(model.states.index(s) for s in t["from"]) for t in model.transitions]
@@ -192,12 +233,35 @@ class Explorer:
         self.first_role = [self._actor(t) for t in model.transitions]
         self.approver = {t: model.transitions[t]["approval"]["role"] for t in model.approval_transitions}
         self.compensation_of = {s.index: s.compensation for s in model.sites if s.compensation}
+        self.once_sites = [s.index for s in model.sites if _applied_once(model, s)]
         self.reentry_warned = False
         self.warnings: list[str] = []
         # Off while a counterexample is re-simulated, so agreement numbers stay put.
         self.symmetry = True
 
     # -- setup -----------------------------------------------------------------
+
+    def _param_values(self, pinned: dict[str, int] | None) -> tuple[list[tuple[Any, ...]], tuple[str, ...]]:
+        """Per choice of text samples, the params as expressions see them; and the symbolic ones."""
+        lists: list[tuple[Any, ...]] = []
+        symbolic: list[str] = []
+        for param, samples in zip(self.model.params, zip(*self.model.param_choices, strict=True), strict=True):
+            name, kind = param["name"], param["type"]
+            ranged = kind in ("money", "percent") and "fixed" not in param and "min" in param
+            if ranged and pinned is not None and name in pinned:
+                raw = pinned[name]
+                lists.append((raw if kind == "money" else Fraction(raw, PERCENT_UNITS),))
+            elif ranged and pinned is None:
+                if kind == "money":
+                    low, high = int(param["min"]), int(param["max"])
+                else:
+                    low = int(Percent.parse(param["min"]).value * PERCENT_UNITS)
+                    high = int(Percent.parse(param["max"]).value * PERCENT_UNITS)
+                lists.append((self.space.param(name, kind, low, high),))
+                symbolic.append(name)
+            else:
+                lists.append(tuple(dict.fromkeys(samples)))
+        return list(product(*lists)), tuple(symbolic)
 
     def _actor(self, transition: Json) -> str:
         roles: list[str] = transition["roles"]
@@ -219,10 +283,11 @@ class Explorer:
         """One state per combination of param samples across agreements (symmetric ones once)."""
         lay = self.layout
         blocks = []
-        for choice in range(len(self.model.param_choices)):
+        for choice in range(len(self.param_values)):
             block = [0] * lay.width
             block[0] = self.model.initial
             block[1] = choice
+            block[2] = 0  # the empty path condition
             block[lay.zone : lay.zone + lay.zone_size] = self.zones.initial()
             block[lay.reached] = 1 << self.model.initial
             blocks.append(tuple(block))
@@ -278,7 +343,7 @@ class Explorer:
         ages = self.ages(self.zone(block) if zone is None else zone)
         return View(
             ctrl=block[0],
-            p=self.model.param_choices[block[1]],
+            p=self.param_values[block[1]],
             stamps=tuple(None if a < 0 else -a for a in ages),
             fired=block[lay.fired : lay.fired + lay.transitions],
             bal=block[lay.balances : lay.balances + lay.accounts],
@@ -299,7 +364,7 @@ class Explorer:
 
     # -- moves -------------------------------------------------------------------
 
-    def successors(self, state: State) -> Iterator[tuple[Move, State, str | None]]:
+    def successors(self, state: State) -> Iterator[tuple[Move, State, Any]]:
         """(move, successor, edge violation or None) for every enabled move.
 
         The slow, general path over flat states; `explore` uses the same
@@ -309,16 +374,30 @@ class Explorer:
         faults = head[0]
         for index, block in enumerate(blocks):
             for move, new_block, cost, edge in self.local_moves(block):
-                if faults + cost > self.bounds.faults:
+                if faults + cost > self.bounds.faults or new_block is None:
                     continue
                 new_blocks = list(blocks)
                 new_blocks[index] = new_block
                 placed = Move(move.kind, index, move.actor, move.name, move.fault, move.site, move.delta, move.cell)
                 yield placed, self.canonical((faults + cost,), new_blocks), edge
 
-    def local_moves(self, block: State) -> list[tuple[Move, State, int, str | None]]:
-        """Every move of one agreement: (move, new block, faults it costs, edge violation)."""
-        out: list[tuple[Move, State, int, str | None]] = []
+    def refusals(self, state: State) -> list[tuple[int, Move, Refusal]]:
+        """(agreement, move, refusal) for every enabled command the runtime would refuse in `state`."""
+        _, blocks = self.split(state)
+        out = []
+        for index, block in enumerate(blocks):
+            for move, new_block, _, edge in self.local_moves(block):
+                if new_block is None and isinstance(edge, Refusal):
+                    out.append((index, Move(move.kind, index, move.actor, move.name, cell=move.cell), edge))
+        return out
+
+    def local_moves(self, block: State) -> list[tuple[Move, State | None, int, Any]]:
+        """Every move of one agreement: (move, new block, faults it costs, edge violation).
+
+        A command the runtime would refuse appears with new block None and a
+        `Refusal` as its edge: it is a finding, not a successor.
+        """
+        out: list[tuple[Move, State | None, int, Any]] = []
         out.extend(self._commands(block))
         out.extend(self._approvals(block))
         out.extend(self._effects(block))
@@ -365,7 +444,7 @@ class Explorer:
             return
         yield from self.zones.cells(zone, dims)
 
-    def _commands(self, block: State) -> Iterator[tuple[Move, State, int, str | None]]:
+    def _commands(self, block: State) -> Iterator[tuple[Move, State | None, int, Any]]:
         whole: View | None = None  # the view for guards that do not read time
         for t, sources in enumerate(self.sources):
             if block[0] not in sources:
@@ -375,18 +454,36 @@ class Explorer:
                 continue
             if not self.guard_dims[t]:
                 whole = whole or self.view(block)
-                if self.guards[t](whole):
-                    yield from self._command(block, whole, t, slot, None, self.zone(block))
+                yield from self._guarded(block, whole, t, slot, None, self.zone(block))
                 continue
             for cell, zone in self.cells(block, self.guard_dims[t]):
-                view = self.view(block, zone)
-                if self.guards[t](view):
-                    yield from self._command(block, view, t, slot, cell, zone)
+                yield from self._guarded(block, self.view(block, zone), t, slot, cell, zone)
+
+    def _guarded(
+        self, block: State, view: View, t: int, slot: int | None, cell: tuple[int, ...] | None, zone: Zone
+    ) -> Iterator[tuple[Move, State | None, int, Any]]:
+        """The command `t` where its guard holds: for some param values, a refined path condition."""
+        held = self.guards[t](view)
+        pc: int | None = block[2]
+        if isinstance(held, tuple):
+            pc = self.space.refine(block[2], held)
+        elif not held:
+            return
+        if pc is not None:
+            yield from self._command(block, view, t, slot, cell, zone, pc)
 
     def _command(
-        self, block: State, view: View, t: int, slot: int | None, cell: tuple[int, ...] | None, zone: Zone
-    ) -> Iterator[tuple[Move, State, int, str | None]]:
+        self,
+        block: State,
+        view: View,
+        t: int,
+        slot: int | None,
+        cell: tuple[int, ...] | None,
+        zone: Zone,
+        pc: int,
+    ) -> Iterator[tuple[Move, State | None, int, Any]]:
         lay = self.layout
+        space = self.space
         ctrl = block[0]
         busy = [s for s in self.sites_of[t] if not self._idle(block, s)]
         if busy:
@@ -397,46 +494,111 @@ class Explorer:
                     "those re-entries were not explored"
                 )
             return
-        # The ledger refuses a negative amount (PW753), and no amount at all when it
-        # is undefined (a division by zero): such a command never commits.
-        amounts = [amount_fn(view) for amount_fn, _, _ in self.postings[t]]
-        refused = any(amount is None or amount < 0 for amount in amounts)
+        # An effect amount above its ceiling: the runtime refuses the command before policy.
+        within: Formula = True
+        carried: list[Any] = []
         for s in self.sites_of[t]:
             site = self.model.sites[s]
             amount_fn = self.site_amount[s]
+            value = amount_fn(view) if amount_fn is not None else 0
+            carried.append(value)
             if site.ceiling is not None and amount_fn is not None:
-                carried = amount_fn(view)
-                refused = refused or carried is None or carried > site.ceiling
-        if refused:
+                within = space.conj(within, space.compare("<=", value, site.ceiling))
+        if within is False:
             return
+        if within is not True:
+            refined = space.refine(pc, within)
+            if refined is None:
+                return
+            pc = refined
+        # At commit the runtime refuses a command whose amount is undefined or negative (the
+        # ledger would) or whose postings would take a non-external account of this
+        # agreement below zero (`balance()`'s view), checked posting by posting as the ledger does.
+        balances = list(block[lay.balances : lay.balances + lay.accounts])
+        refuse: Formula = False
+        why: list[str] = []
+        for amount_fn, source, rule in self.postings[t]:
+            amount = amount_fn(view)
+            negative = True if amount is None else space.compare("<", amount, 0)
+            if negative is not False:
+                refuse = space.disj(refuse, negative)
+                why.append("an undefined amount" if amount is None else "a negative amount")
+            if amount is None or refuse is True:
+                break
+            over = self._over_full(view, rule)
+            if over is not False:
+                refuse = space.disj(refuse, over)
+                why.append("portions over 100%")
+                if refuse is True:
+                    break
+            for account, delta in self._posting(view, amount, source, rule):
+                balances[account] = balances[account] + delta
+            if not self.external[source]:
+                short = space.compare("<", balances[source], 0)
+                if short is not False:
+                    refuse = space.disj(refuse, short)
+                    why.append(self._shortfall(source, balances[source]))
+        move = Move("command", 0, self.first_role[t], self.model.transitions[t]["id"], cell=cell)
+        if refuse is not False:
+            refused = refuse is True or space.satisfiable(pc, refuse)[0] is True
+            if refused:
+                tid = self.model.transitions[t]["id"]
+                message = f"`{tid}` is enabled but the runtime refuses it at commit: {', '.join(why)}"
+                condition = (pc, refuse) if self.symbolic else None
+                yield Move("refused", 0, move.actor, tid, cell=cell), None, 0, Refusal(tid, message, condition)
+            if refuse is True:
+                return
+            committed = space.refine(pc, space.negate(refuse))
+            if committed is None:
+                return
+            pc = committed
         new = list(block)
         new[0] = self.targets[t]
+        new[2] = pc
         if zone:
             new[lay.zone : lay.zone + lay.zone_size] = self.zones.reset(zone, self.stamp_sets[t])
         new[lay.fired + t] += 1
-        for s in self.sites_of[t]:
+        for s, value in zip(self.sites_of[t], carried, strict=True):
             new[lay.phase + s] = Phase.PREPARED
             new[lay.happened + s] = 0
-            amount_fn = self.site_amount[s]
-            new[lay.carried + s] = amount_fn(view) if amount_fn is not None else 0
+            new[lay.carried + s] = value
         if slot is not None:
             new[lay.tokens + slot] = 2  # consumed: approved(t) holds from now on
         new[lay.reached] |= 1 << self.targets[t]
-        for (_, source, rule), amount in zip(self.postings[t], amounts, strict=True):
-            for account, delta in self._posting(view, amount, source, rule):
-                new[lay.balances + account] += delta
+        new[lay.balances : lay.balances + lay.accounts] = balances
         edge = None
         if self.final[ctrl] and self.postings[t]:
             edge = "no_posting_after_final"
-        move = Move("command", 0, self.first_role[t], self.model.transitions[t]["id"], cell=cell)
         yield move, tuple(new), 0, edge
 
-    def _posting(self, view: View, amount: int, source: int, rule: Json) -> list[tuple[int, int]]:
+    def _over_full(self, view: View, rule: Json) -> Formula:
+        """Whether an allotment's shares add up to more than 100% (the ledger refuses it, PW756)."""
+        if rule["kind"] != "allotment":
+            return False
+        total: Any = 0
+        for portion in rule["portions"]:
+            if portion["kind"] == "remaining":
+                continue
+            if "share" in portion:
+                num, den = portion["share"].split("/")
+                total = total + Fraction(int(num), int(den))
+            else:
+                total = total + view.p[self.model.param_index[portion["param"]]]
+        return self.space.compare(">", total, 1)
+
+    def _shortfall(self, account: int, balance: Any) -> str:
+        name = self.model.accounts[account]["name"]
+        if is_sym(balance):
+            return f"`{name}` would go below zero"
+        return f"`{name}` would be at {format_money(balance, self.model.scale)}"
+
+    def _posting(self, view: View, amount: Any, source: int, rule: Json) -> list[tuple[int, Any]]:
         index = self.model.account_index
         if rule["kind"] == "single":
             return [(source, -amount), (index[rule["to"]], amount)]
-        moves = [(source, -amount)]
+        moves: list[tuple[int, Any]] = [(source, -amount)]
         portions = rule["portions"]
+        symbolic = is_sym(amount)
         if rule["kind"] == "capped":
             left = amount
             for portion in portions:
@@ -446,13 +608,13 @@ class Explorer:
                     cap = (
                         int(portion["max_minor"])
                         if "max_minor" in portion
-                        else int(view.p[self.model.param_index[portion["param"]]])
+                        else view.p[self.model.param_index[portion["param"]]]
                     )
-                    take = min(cap, left)
+                    take = self.space.minimum(cap, left) if symbolic or is_sym(cap) else min(cap, left)
                 moves.append((index[portion["to"]], take))
-                left -= take
+                left = left - take
             return moves
-        shares: list[Fraction] = []
+        shares: list[Any] = []
         for portion in portions:
             if portion["kind"] == "remaining":
                 continue
@@ -460,11 +622,32 @@ class Explorer:
                 num, den = portion["share"].split("/")
                 shares.append(Fraction(int(num), int(den)))
             else:
-                shares.append(Fraction(view.p[self.model.param_index[portion["param"]]]))
-        shares.append(1 - sum(shares, Fraction(0)))
-        parts = allot(amount, shares)
-        moves.extend((index[p["to"]], part) for p, part in zip(portions, parts, strict=True))
+                shares.append(view.p[self.model.param_index[portion["param"]]])
+        if not symbolic and not any(is_sym(share) for share in shares):
+            shares.append(1 - sum(shares, Fraction(0)))
+            parts = allot(amount, shares)
+            moves.extend((index[p["to"]], part) for p, part in zip(portions, parts, strict=True))
+            return moves
+        moves.extend(zip((index[p["to"]] for p in portions), self._allot_symbolic(amount, shares), strict=True))
         return moves
+
+    def _allot_symbolic(self, amount: Any, shares: list[Any]) -> list[Any]:
+        """`allot` over unknowns: floors of each share, the remainder's units to the first
+        portions, and the last portion takes exactly what is left (so money is conserved
+        by construction, not only by the solver)."""
+        space = self.space
+        rest: Any = 1
+        for share in shares:
+            rest = rest - share
+        floors = [space.floor(space.mul(amount, share)) for share in [*shares, rest]]
+        remainder: Any = amount
+        for part in floors:
+            remainder = remainder - part
+        parts = [floor + space.unit_if_above(remainder, i) for i, floor in enumerate(floors[:-1])]
+        last: Any = amount
+        for part in parts:
+            last = last - part
+        return [*parts, last]
 
     def _idle(self, block: State, site: int) -> bool:
         phase = block[self.layout.phase + site]
@@ -624,61 +807,211 @@ class Explorer:
     # -- invariants ----------------------------------------------------------------
 
     def check_state(self, state: State) -> list[tuple[str, str]]:
-        """Invariants violated in a flat `state`: (name, explanation)."""
+        """Invariants violated in a flat `state`: (name, explanation).
+
+        Ledger-wide built-ins need no separate pass: every posting conserves
+        money within its agreement, and the runtime keeps each agreement's
+        internal accounts at or above zero, so the ledger's totals break
+        `money_conserved` or `no_negative_internal` only where one agreement does.
+        """
         _, blocks = self.split(state)
         out: list[tuple[str, str]] = []
         for block in blocks:
-            out.extend(self._block_violations(block, include_global=False))
-        totals = [sum(b[self.layout.balances + a] for b in blocks) for a in range(self.layout.accounts)]
-        out.extend(self._global_violations(totals))
+            out.extend((name, why) for name, why, _ in self._block_violations(block))
+            if self.stuck(block):
+                out.append(("funds_not_stuck", self._stuck_message(block)))
+        out.extend(("funds_available", refusal.message) for _, _, refusal in self.refusals(state))
         return out
 
-    def _block_violations(self, block: State, *, include_global: bool) -> list[tuple[str, str]]:
-        """Violations visible in one agreement; with `include_global`, its balances
-        are the whole ledger (one agreement), so the ledger-wide checks run too."""
+    def _block_violations(self, block: State) -> list[tuple[str, str, Condition | None]]:
+        """Violations visible in one agreement: (name, explanation, where it happens or None)."""
         lay = self.layout
-        out: list[tuple[str, str]] = []
+        out: list[tuple[str, str, Condition | None]] = []
         whole = self.view(block)
+        anywhere: Condition | None = (block[2], True) if self.symbolic else None
         for (name, fn), dims in zip(self.invariants, self.invariant_dims, strict=True):
             if not dims:
-                if not fn(whole):
-                    out.append((name, self._explain(name, whole)))
+                found = self._fails(block, fn, whole)
+                if found is not None:
+                    out.append((name, self._explain(name, whole), found))
                 continue
-            zone = self.violating_cell(block, fn, dims)
-            if zone is not None:
-                out.append((name, self._explain(name, self.view(block, zone))))
+            cell = self.violating_cell(block, fn, dims)
+            if cell is not None:
+                zone, found = cell
+                out.append((name, self._explain(name, self.view(block, zone)), found))
         for effect, spec in self.model.effects.items():
             limit = spec.get("max_calls")
             if limit is not None:
                 count = self.effect_applications(block, effect)
                 if count > limit:
-                    out.append(("effect_max_calls", f"`{effect}` applied {count} times, max_calls {limit}"))
-        if include_global:
-            out.extend(self._global_violations(list(block[lay.balances : lay.balances + lay.accounts])))
+                    out.append(
+                        ("effect_max_calls", f"`{effect}` applied {count} times, max_calls {limit}", anywhere)
+                    )
+        for s in self.once_sites:
+            site = self.model.sites[s]
+            applied, fired = block[lay.applied + s], block[lay.fired + site.transition]
+            if applied > fired:
+                tid = self.model.transitions[site.transition]["id"]
+                out.append(
+                    (
+                        "effect_applied_once",
+                        f"`{site.effect}` took effect {applied} times for {fired} commit{'s' if fired != 1 else ''} "
+                        f"of `{tid}` (strategy `{site.strategy}`)",
+                        anywhere,
+                    )
+                )
+        out.extend(self._ledger_violations(block))
         return out
 
-    def violating_cell(self, block: State, fn: Callable[[View], Any], dims: tuple[Dim, ...]) -> Zone | None:
-        """The first cell of the agreement's zone where `fn` is false (a time when the invariant fails), or None."""
+    def _fails(self, block: State, fn: Callable[[View], Any], view: View) -> Condition | None:
+        """None when `fn` holds for every value of the path condition; else where it fails
+        (`NOWHERE_NEEDED` for a concrete run, which needs no witness)."""
+        value = fn(view)
+        if isinstance(value, tuple):
+            negated = self.space.negate(value)
+            sat, _ = self.space.satisfiable(block[2], negated)
+            return (block[2], negated) if sat is True else None
+        if value:
+            return None
+        return (block[2], True) if self.symbolic else NOWHERE_NEEDED
+
+    def witness_of(self, condition: Condition | None) -> dict[str, int] | None:
+        """Param values for a violation's condition (computed only for the violations reported)."""
+        if condition is None or condition is NOWHERE_NEEDED:
+            return None
+        return self.space.witness(*condition)
+
+    def violating_cell(
+        self, block: State, fn: Callable[[View], Any], dims: tuple[Dim, ...]
+    ) -> tuple[Zone, Condition] | None:
+        """The first cell of the agreement's zone where `fn` fails (a time when the invariant fails), or None."""
         for _, zone in self.cells(block, dims):
-            if not fn(self.view(block, zone)):
-                return zone
+            found = self._fails(block, fn, self.view(block, zone))
+            if found is not None:
+                return zone, found
         return None
 
-    def _global_violations(self, totals: list[int]) -> list[tuple[str, str]]:
-        out: list[tuple[str, str]] = []
-        if sum(totals) != 0:
-            out.append(("money_conserved", f"balances sum to {format_money(sum(totals), self.model.scale)}, not 0"))
-        for account, total in enumerate(totals):
-            if total < 0 and not self.external[account]:
-                name = self.model.accounts[account]["name"]
-                out.append(("no_negative_internal", f"account `{name}` is at {format_money(total, self.model.scale)}"))
+    def _ledger_violations(self, block: State) -> list[tuple[str, str, Condition | None]]:
+        lay = self.layout
+        balances = block[lay.balances : lay.balances + lay.accounts]
+        out: list[tuple[str, str, Condition | None]] = []
+        total: Any = 0
+        for value in balances:
+            total = total + value
+        if total != 0:
+            shown = total if isinstance(total, int) else "a non-zero amount"
+            text = format_money(shown, self.model.scale) if isinstance(shown, int) else shown
+            out.append(
+                (
+                    "money_conserved",
+                    f"balances sum to {text}, not 0",
+                    (block[2], self.space.compare("!=", total, 0)) if self.symbolic else None,
+                )
+            )
+        for account, value in enumerate(balances):
+            if self.external[account]:
+                continue
+            below = self.space.compare("<", value, 0)
+            if below is False or isinstance(below, tuple):
+                # Undecided by bounds: implied anyway. Commits keep every source at or above zero and
+                # every portion is non-negative (amounts >= 0, shares within 100%), so a balance of a
+                # committed run is a sum of non-negative receipts and of debits it covered.
+                continue
+            condition: Condition | None = (block[2], True) if self.symbolic else None
+            name = self.model.accounts[account]["name"]
+            shown = format_money(value, self.model.scale) if isinstance(value, int) else "below zero"
+            out.append(("no_negative_internal", f"account `{name}` is at {shown}", condition))
         return out
 
-    def _explain(self, name: str, view: View) -> str:
+    # -- funds that can never leave ------------------------------------------------
+
+    def holding(self, block: State) -> Formula:
+        """Whether some non-external account of the agreement holds money (a formula)."""
+        lay = self.layout
+        held: Formula = False
+        for account in range(lay.accounts):
+            if not self.external[account]:
+                held = self.space.disj(held, self.space.compare("!=", block[lay.balances + account], 0))
+        return held
+
+    def stuck_condition(
+        self, block: State, moves_of: Callable[[State], list[tuple[State | None, bool]] | None]
+    ) -> Formula | None:
+        """Where (for which param values) no command can ever commit again from this
+        non-final agreement while it holds money: a formula, False, or None when the
+        search did not expand everything reachable without a command.
+
+        Moves other than commands (time, approvals, effects) keep the path
+        condition, so the commands reachable through them commit exactly
+        where their targets' conditions hold.
+        """
+        if self.final[block[0]]:
+            return False
+        held = self.holding(block)
+        if held is False:
+            return False
+        pc = block[2]
+        targets: set[int] = set()
+        seen = {block}
+        todo = [block]
+        while todo:
+            current = todo.pop()
+            moves = moves_of(current)
+            if moves is None:
+                return None
+            for new, is_command in moves:
+                if new is None:
+                    continue
+                if is_command:
+                    targets.add(new[2])
+                elif new not in seen:
+                    seen.add(new)
+                    todo.append(new)
+        if pc in targets:
+            return False  # some command commits for every value of this state's condition
+        can: Formula = False
+        for target in sorted(targets):
+            can = self.space.disj(can, self._pc_formula(target))
+        return self.space.conj(held, self.space.negate(can))
+
+    def _pc_formula(self, pc: int) -> Formula:
+        formula: Formula = True
+        for part in sorted(self.space.pcs[pc], key=repr):
+            formula = self.space.conj(formula, part)
+        return formula
+
+    def stuck(self, block: State) -> bool:
+        """`funds_not_stuck` fails for this agreement (concrete runs: any holding counts)."""
+
+        def moves_of(current: State) -> list[tuple[State | None, bool]] | None:
+            return [(new, move.kind == "command") for move, new, _, _ in self.local_moves(current)]
+
+        condition = self.stuck_condition(block, moves_of)
+        if condition is None or condition is False:
+            return False
+        if condition is True:
+            return True
+        sat, _ = self.space.satisfiable(block[2], condition)
+        return sat is True
+
+    def _stuck_message(self, block: State) -> str:
+        lay = self.layout
+        held = [
+            f"{self.model.accounts[a]['name']} holds "
+            + (format_money(v, self.model.scale) if isinstance(v, int) else "money")
+            for a in range(lay.accounts)
+            if not self.external[a] and (v := block[lay.balances + a]) != 0
+        ]
+        state = self.model.states[block[0]]
+        return f"no command can ever commit from `{state}` while {', '.join(held) or 'money is held'}"
+
+    def _explain(self, name: str, view: View, witness: dict[str, int] | None = None) -> str:
         """`expr` is false, with the values of the terms it reads."""
         values = []
         for text, fn, kind in self.leaf_fns[name]:
             value = fn(view)
+            if isinstance(value, Lin):
+                continue  # an unknown: the concrete run at the witness shows its value
             if kind == "money" and isinstance(value, int):
                 value = format_money(value, self.model.scale)
             elif kind == "percent":
@@ -701,13 +1034,13 @@ class Explorer:
         max_faults = self.bounds.faults
         block_id: dict[State, int] = {}
         blocks: list[State] = []
-        local: list[list[tuple[int, int, str | None, str | None]] | None] = []
-        block_violations: list[list[tuple[str, str]]] = []
-        block_balances: list[tuple[int, ...]] = []
+        # Per block: (successor block id or -1 for a refused command, faults, edge, command id or None).
+        local: list[list[tuple[int, int, Any, str | None]] | None] = []
+        block_violations: list[list[tuple[str, str, Condition | None]]] = []
+        first_state: list[int] = []
         phases: dict[int, set[int]] = {s.index: set() for s in self.model.sites}
         reached: set[int] = set()
         fired: set[str] = set()
-        shared_check = self.bounds.agreements > 1
 
         def intern(block: State) -> int:
             found = block_id.get(block)
@@ -717,18 +1050,20 @@ class Explorer:
             block_id[block] = bid
             blocks.append(block)
             local.append(None)
-            block_balances.append(block[lay.balances : lay.balances + lay.accounts])
-            block_violations.append(self._block_violations(block, include_global=not shared_check))
-            reached.add(block[0])
-            for s in range(lay.sites):
-                phases[s].add(block[lay.phase + s])
+            first_state.append(-1)
+            block_violations.append(self._block_violations(block))
             return bid
 
-        def moves_of(bid: int) -> list[tuple[int, int, str | None, str | None]]:
+        def moves_of(bid: int) -> list[tuple[int, int, Any, str | None]]:
             cached = local[bid]
             if cached is None:
                 cached = [
-                    (intern(new), cost, edge, move.name if move.kind == "command" else None)
+                    (
+                        intern(new) if new is not None else -1,
+                        cost,
+                        edge,
+                        move.name if move.kind == "command" else None,
+                    )
                     for move, new, cost, edge in self.local_moves(blocks[bid])
                 ]
                 local[bid] = cached
@@ -739,26 +1074,17 @@ class Explorer:
         depths: list[int] = []
         index: dict[tuple[int, ...], int] = {}
         violations: dict[str, Violation] = {}
-        wanted = {name for name, _ in self.invariants} | {"money_conserved", "no_negative_internal", "effect_max_calls"}
+        wanted = {name for name, _ in self.invariants} | set(BUILTIN_NAMES)
+        stop_on = self.bounds.stop_on
         queue: deque[int] = deque()
         edges = 0
         bound_hit: str | None = None
         max_states = self.bounds.max_states
         max_depth_bound = self.bounds.max_depth
 
-        def check(sid: int, state: tuple[int, ...]) -> None:
-            ids = state[1:]
-            for bid in ids:
-                for name, why in block_violations[bid]:
-                    if name in wanted:
-                        wanted.discard(name)
-                        violations[name] = Violation(name, sid, why)
-            if shared_check and ("money_conserved" in wanted or "no_negative_internal" in wanted):
-                totals = [sum(col) for col in zip(*(block_balances[b] for b in ids), strict=True)]
-                for name, why in self._global_violations(totals):
-                    if name in wanted:
-                        wanted.discard(name)
-                        violations[name] = Violation(name, sid, why)
+        def found(name: str, violation: Violation) -> None:
+            wanted.discard(name)
+            violations[name] = violation
 
         def add(state: tuple[int, ...], parent: int, depth: int) -> int:
             sid = len(states)
@@ -766,15 +1092,26 @@ class Explorer:
             states.append(state)
             parents.append(parent)
             depths.append(depth)
-            if wanted:
-                check(sid, state)
+            for bid in state[1:]:
+                if first_state[bid] < 0:
+                    first_state[bid] = sid
+                    block = blocks[bid]
+                    reached.add(block[0])
+                    for s in range(lay.sites):
+                        phases[s].add(block[lay.phase + s])
+                    for name, why, condition in block_violations[bid]:
+                        if name in wanted:
+                            found(name, Violation(name, sid, why, witness=self.witness_of(condition)))
             queue.append(sid)
             return sid
+
+        def done() -> bool:
+            return stop_on is not None and all(name in violations for name in stop_on)
 
         for flat in self.initial_states():
             add(self._compact(flat, intern), -1, 0)
         max_depth = 0
-        while queue:
+        while queue and not done():
             sid = queue.popleft()
             depth = depths[sid]
             if depth >= max_depth_bound:
@@ -788,6 +1125,19 @@ class Explorer:
                 for new_bid, cost, edge, tid in moves_of(bid):
                     if faults + cost > max_faults:
                         continue
+                    if new_bid < 0:
+                        if "funds_available" in wanted:
+                            found(
+                                "funds_available",
+                                Violation(
+                                    "funds_available",
+                                    sid,
+                                    edge.message,
+                                    witness=self.witness_of(edge.condition),
+                                    refused=edge.transition,
+                                ),
+                            )
+                        continue
                     if tid is not None:
                         fired.add(tid)
                     new_ids = list(ids)
@@ -799,6 +1149,7 @@ class Explorer:
                         if target is None:
                             target = add(succ, sid, depth + 1)
                         violations[edge] = Violation(edge, target, "a posting after a final state", edge=True)
+                        wanted.discard(edge)
                     successors.append(succ)
             edges += len(successors)
             for succ in successors:
@@ -813,6 +1164,9 @@ class Explorer:
                 break
             if progress is not None and not len(states) & 0xFFFF:
                 progress(len(states), edges, depth)
+        stopped_early = bool(queue) and done()
+        if "funds_not_stuck" in wanted and not stopped_early:
+            self._find_stuck(blocks, local, first_state, depths, found)
         self._blocks = blocks
         self._block_id = block_id
         return ExplorationResult(
@@ -825,10 +1179,65 @@ class Explorer:
             states_reached=reached,
             edges=edges,
             depth_reached=max_depth,
-            exhausted=bound_hit is None,
-            bound_hit=bound_hit,
+            exhausted=bound_hit is None and not stopped_early,
+            bound_hit=bound_hit or ("stopped at first violation" if stopped_early else None),
             warnings=self.warnings,
+            unknown_queries=self.space.unknown,
+            symbolic=self.symbolic_params,
+            model_ranges=self._ranges(),
         )
+
+    def _ranges(self) -> list[tuple[str, str, str]]:
+        out = []
+        for param in self.model.params:
+            if param["name"] not in self.symbolic_params:
+                continue
+            if param["type"] == "money":
+                low = format_money(int(param["min"]), self.model.scale)
+                high = format_money(int(param["max"]), self.model.scale)
+            else:
+                low, high = f"{param['min']}%", f"{param['max']}%"
+            out.append((param["name"], low, high))
+        return out
+
+    def _find_stuck(
+        self,
+        blocks: list[State],
+        local: list[list[tuple[int, int, Any, str | None]] | None],
+        first_state: list[int],
+        depths: list[int],
+        found: Callable[[str, Violation], None],
+    ) -> None:
+        """The shallowest agreement that can never commit again while it holds money."""
+        ids = {block: bid for bid, block in enumerate(blocks)}
+
+        def moves_of(block: State) -> list[tuple[State | None, bool]] | None:
+            cached = local[ids[block]]
+            if cached is None:
+                return None
+            return [(blocks[nb] if nb >= 0 else None, tid is not None) for nb, _, _, tid in cached]
+
+        order = sorted(
+            (bid for bid in range(len(blocks)) if first_state[bid] >= 0 and local[bid] is not None),
+            key=lambda bid: (depths[first_state[bid]], first_state[bid], bid),
+        )
+        for bid in order:
+            block = blocks[bid]
+            condition = self.stuck_condition(block, moves_of)
+            if condition is None or condition is False:
+                continue
+            witness: dict[str, int] | None = None
+            if condition is not True:
+                sat, witness = self.space.satisfiable(block[2], condition)
+                if sat is not True:
+                    continue
+            elif self.symbolic:
+                witness = self.space.witness(block[2])
+            found(
+                "funds_not_stuck",
+                Violation("funds_not_stuck", first_state[bid], self._stuck_message(block), witness=witness),
+            )
+            return
 
     def _compact(self, flat: State, intern: Callable[[State], int]) -> tuple[int, ...]:
         head, blocks = self.split(flat)
@@ -858,6 +1267,17 @@ class Explorer:
             out.append(sid)
             sid = result.parents[sid]
         return out[::-1]
+
+
+def _applied_once(model: Model, site: Any) -> bool:
+    """Whether `effect_applied_once` watches this call site: a money-moving effect
+    whose strategy does not deduplicate against a key."""
+    if site.strategy in ("idempotent", "reconcilable"):
+        return False
+    effect = model.effects.get(site.effect, {})
+    if "money_moving" in effect:
+        return bool(effect["money_moving"])
+    return effect.get("reversibility") in (None, "irreversible", "compensable") or site.amount is not None
 
 
 def _leaves(expr: Json) -> Iterator[Json]:

@@ -19,6 +19,7 @@ from typing import Any
 
 from pactwright.errors import VerifyError
 from pactwright.verifier.model import Json, Model
+from pactwright.verifier.symbolic import Space, add, scale
 
 
 class View:
@@ -122,10 +123,17 @@ _CMP_NAMES = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "n
 
 
 class ExpressionCompiler:
-    """Turns expression trees of one model into Python source and functions."""
+    """Turns expression trees of one model into Python source and functions.
 
-    def __init__(self, model: Model) -> None:
+    With a symbolic `space`, arithmetic, comparisons and connectives go
+    through it, so a function returns linear forms and formulas where ranged
+    params are involved (and plain values elsewhere); without one, the
+    functions are plain Python over concrete values, for speed.
+    """
+
+    def __init__(self, model: Model, space: Space | None = None) -> None:
         self.model = model
+        self.space = space
         self.sites_of: dict[str, list[int]] = {}
         for site in model.sites:
             self.sites_of.setdefault(site.effect, []).append(site.index)
@@ -137,6 +145,8 @@ class ExpressionCompiler:
             text: str = method(expr)
             return text
         args = [self.source(a) for a in expr.get("args", [])]
+        if self.space is not None:
+            return self._symbolic(expr, args)
         # Values that may be None (an unset stamp, a quotient by zero) go through None-safe helpers.
         timed = any(_partial(a) for a in expr.get("args", []))
         if op in _CMP_NAMES:
@@ -165,6 +175,34 @@ class ExpressionCompiler:
             return f"(not {args[0]})"
         if op == "neg":
             return f"_pneg({args[0]})" if timed else f"(-{args[0]})"
+        raise VerifyError(f"unknown expression operator `{op}` in the model", code="PW304")
+
+    def _symbolic(self, expr: Json, args: list[str]) -> str:
+        op = expr["op"]
+        if op in _CMP_NAMES:
+            return f"_S.compare({op!r}, {args[0]}, {args[1]})"
+        if op == "+":
+            return f"_sadd({args[0]}, {args[1]})"
+        if op == "-":
+            return f"_sadd({args[0]}, _sscale({args[1]}, -1))"
+        if op == "*":
+            kinds = {a["type"] for a in expr["args"]}
+            product = f"_S.mul({args[0]}, {args[1]})"
+            if "percent" in kinds and expr["type"] == "money":
+                return f"_S.floor({product})"
+            return product
+        if op == "/":
+            return f"_S.div({args[0]}, {args[1]})"
+        if op == "and":
+            return f"_S.conj(_S.truth({args[0]}), _S.truth({args[1]}))"
+        if op == "or":
+            return f"_S.disj(_S.truth({args[0]}), _S.truth({args[1]}))"
+        if op == "implies":
+            return f"_S.implies(_S.truth({args[0]}), _S.truth({args[1]}))"
+        if op == "not":
+            return f"_S.negate(_S.truth({args[0]}))"
+        if op == "neg":
+            return f"_sscale({args[0]}, -1)"
         raise VerifyError(f"unknown expression operator `{op}` in the model", code="PW304")
 
     def _op_lit(self, expr: Json) -> str:
@@ -229,7 +267,10 @@ class ExpressionCompiler:
         if expr is None:
             return lambda v: True
         code = f"lambda v: {self.source(expr)}"
-        compiled: Callable[[View], Any] = eval(code, dict(_HELPERS))  # noqa: S307 - source built from the model's own tree
+        scope = dict(_HELPERS)
+        if self.space is not None:
+            scope.update({"_S": self.space, "_sadd": add, "_sscale": scale})
+        compiled: Callable[[View], Any] = eval(code, scope)  # noqa: S307 - source built from the model's own tree
         return compiled
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pactwright.money import format_money
+from pactwright.verifier._report_view import is_vacuous, strength, tally, verdict_note
 
 Json = dict[str, Any]
 
@@ -57,9 +58,6 @@ def render_summary(report: Json, scale: int, report_path: str | None = None) -> 
             lines.append("")
     if report["counterexamples"]:
         lines.append("")
-    verdicts: dict[str, list[str]] = {}
-    for invariant in report["invariants"]:
-        verdicts.setdefault(invariant["verdict"], []).append(invariant["name"])
     for amount in report["amounts"]:
         witness_text = amount.get("witness_text", amount.get("witness"))
         if amount.get("verdict") == "refuted":
@@ -73,15 +71,20 @@ def render_summary(report: Json, scale: int, report_path: str | None = None) -> 
             lines.append(f"amount: {invariant['name']} fails at {witness['param']} = {witness['text']} (z3, confirmed)")
         elif isinstance(amounts, str) and amounts.startswith("proved"):
             lines.append(f"amount: {invariant['name']} {amounts}")
+    counts = tally(report["invariants"])
     lines.append(
-        f"proved: {len(verdicts.get('proved', []))}   held to bound: {len(verdicts.get('holds-to-bound', []))}   "
-        f"violated: {len(verdicts.get('violated', []))}   vacuous-suspect: {len(verdicts.get('vacuous-suspect', []))}"
-        + (f"   unknown: {len(verdicts['unknown'])}" if verdicts.get("unknown") else "")
+        f"proved: {counts['proved']}   held to bound: {counts['holds-to-bound']}   "
+        f"violated: {counts['violated']}   vacuous-suspect: {counts['vacuous-suspect']}"
+        + (f"   unknown: {counts['unknown']}" if counts["unknown"] else "")
     )
-    for name in verdicts.get("proved", []):
-        lines.append(f"  proved        {name}")
-    for name in verdicts.get("vacuous-suspect", []):
-        lines.append(f"  vacuous?      {name} (no mutant violates it)")
+    for invariant in report["invariants"]:
+        if strength(invariant) == "proved":
+            flag = " (vacuous-suspect)" if is_vacuous(invariant) else ""
+            lines.append(f"  proved        {invariant['name']}{flag}")
+    for invariant in report["invariants"]:
+        if is_vacuous(invariant):
+            how = "proved, but " if strength(invariant) == "proved" else ""
+            lines.append(f"  vacuous?      {invariant['name']} ({how}no mutant violates it)")
     uncaught = [m for m in report["mutants"] if m["status"] == "uncaught"]
     for mutant in uncaught:
         clause = f" [clause {mutant['clause']}]" if mutant.get("clause") else ""
@@ -93,5 +96,7 @@ def render_summary(report: Json, scale: int, report_path: str | None = None) -> 
         lines.append(f"warning: {warning}")
     lines.append("this report does not prove: " + "; ".join(report["does_not_prove"]))
     verdict = report["verdict"].upper()
+    note = verdict_note(report)
+    verdict += f" ({note})" if note else ""
     lines.append(f"verdict: {verdict}" + (f"   report: {report_path}" if report_path else ""))
     return "\n".join(lines) + "\n"

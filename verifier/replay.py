@@ -139,6 +139,15 @@ class Replayer:
         extra: Json,
     ) -> list[tuple[str, str, int]]:
         """Apply one command; returns the postings it made. Refusals raise PW390."""
+        transition = self._enabled(agr, tid, contributions, extra)
+        refusal = self.refusal(agr, tid, contributions, extra)
+        if refusal is not None:
+            raise VerifyError(f"replay: the runtime would refuse `{tid}`: {refusal}", code="PW390")
+        postings = self._postings(agr, transition, contributions, extra)
+        self._apply(agr, tid, transition, postings, contributions)
+        return postings
+
+    def _enabled(self, agr: ReplayAgreement, tid: str, contributions: dict[str, dict[str, int]], extra: Json) -> Json:
         transition = self.transitions.get(tid)
         if transition is None:
             raise VerifyError(f"replay: unknown transition `{tid}`", code="PW390")
@@ -147,6 +156,33 @@ class Replayer:
         balances = self.balances(agr, contributions)
         if transition["guard"] is not None and not _value(transition["guard"], agr, self.now, balances, extra):
             raise VerifyError(f"replay: the guard of `{tid}` is false at t={self.now}", code="PW390")
+        return transition
+
+    def refusal(
+        self, agr: ReplayAgreement, tid: str, contributions: dict[str, dict[str, int]], extra: Json
+    ) -> str | None:
+        """Why the runtime refuses the enabled command `tid` at commit, or None.
+
+        The ledger program runs against this agreement's own balances
+        (external sources carry their unbounded overdraft in the program), so
+        an overdraft or a negative or undefined amount is the ledger's own
+        refusal, found by the interpreter, not by the explorer's arithmetic.
+        """
+        from pactwright.errors import PactwrightError
+
+        transition = self._enabled(agr, tid, contributions, extra)
+        try:
+            self._postings(agr, transition, contributions, extra)
+        except PactwrightError as exc:
+            if exc.code in ("PW753", "PW754"):
+                return str(exc)
+            raise
+        return None
+
+    def _postings(
+        self, agr: ReplayAgreement, transition: Json, contributions: dict[str, dict[str, int]], extra: Json
+    ) -> list[tuple[str, str, int]]:
+        balances = self.balances(agr, contributions)
         postings: list[tuple[str, str, int]] = []
         if transition["ledger"]:
             variables: dict[str, str] = {}
@@ -161,13 +197,24 @@ class Replayer:
                     )
                 else:
                     amount = _value(origin["expr"], agr, self.now, balances, extra)
+                    if amount is None:
+                        raise VerifyError("an undefined amount (a division by zero)", code="PW753")
                     variables[var["name"]] = f"{self.asset} {amount}"
             program = self.programs[transition["ledger"]["program"]]
-            # The policy's meaning, not the ledger's refusal: sources are funded
-            # for the computation, and what the ledger would refuse is noted.
-            funded = {(address, self.asset): 10**30 for address in self._addresses(agr)}
-            for posting in run_program(program, variables, funded):
+            # What the runtime checks at commit: the agreement's own balances.
+            own = {(self.address(name, agr), self.asset): value for name, value in balances.items()}
+            for posting in run_program(program, variables, own):
                 postings.append((posting.source, posting.destination, posting.amount))
+        return postings
+
+    def _apply(
+        self,
+        agr: ReplayAgreement,
+        tid: str,
+        transition: Json,
+        postings: list[tuple[str, str, int]],
+        contributions: dict[str, dict[str, int]],
+    ) -> None:
         by_address = {self.address(name, agr): name for name in self.accounts}
         own = contributions.setdefault(agr.agreement, {})
         for source, destination, amount in postings:
@@ -180,7 +227,6 @@ class Replayer:
         agr.fired[tid] = agr.fired.get(tid, 0) + 1
         for stamp in transition["stamps"]:
             agr.stamps[stamp] = self.now
-        return postings
 
     def _addresses(self, agr: ReplayAgreement) -> list[str]:
         return [self.address(name, agr) for name in self.accounts]

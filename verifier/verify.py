@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pactwright import __version__
@@ -26,6 +26,10 @@ BUILTINS = {
     "no_negative_internal": "no non-external account goes negative",
     "no_posting_after_final": "no ledger posting after a final state",
     "effect_max_calls": "an effect with max_calls is applied at most that often",
+    "effect_applied_once": "a money-moving effect that does not deduplicate by key takes effect at most once "
+    "per commit of its transition",
+    "funds_available": "no enabled command is refused at commit for lack of funds or a negative amount",
+    "funds_not_stuck": "no agreement is left where no command can ever commit while it holds money",
 }
 # Files the report binds to: every compiled artifact it read or vouches for.
 CHECKED_PREFIXES = ("candidate.json", "transitions.json", "events.schema.json", "model.json", "trace.json", "ledger/")
@@ -37,6 +41,10 @@ class VerifyOptions:
     mutants: bool = True
     proofs: bool = True
     progress: Callable[[int, int, int], None] | None = None
+    # Accept a run a bound stopped before it decided the policy (`--allow-incomplete`): verdict `pass`, recorded.
+    allow_incomplete: bool = False
+    # Worker processes for mutation analysis (`--jobs`); the report does not depend on it.
+    jobs: int = 1
 
 
 def _checked_hashes(files: Mapping[str, bytes]) -> dict[str, str]:
@@ -53,13 +61,53 @@ def explore(
 def counterexamples(
     explorer: Explorer, result: ExplorationResult, table: Json, programs: dict[str, str]
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """Confirmed counterexamples, one per distinct path, and invariant -> index."""
+    """Confirmed counterexamples, one per distinct path, and invariant -> index.
+
+    A symbolic exploration names each violation with param values where it
+    happens; each is confirmed by a concrete exploration at those values,
+    whose shortest path is the counterexample (never longer: the symbolic
+    search is exact, so no valuation has a shorter one it missed).
+    """
+    if not explorer.symbolic:
+        return _concrete_counterexamples(explorer, result, table, programs)
+    found: list[dict[str, Any]] = []
+    index_of: dict[str, int] = {}
+    by_witness: dict[tuple[tuple[str, int], ...], list[str]] = {}
+    for name in sorted(result.violations, key=lambda n: (result.depths[result.violations[n].state_id], n)):
+        witness = result.violations[name].witness
+        if witness is None:
+            raise VerifyError(f"violation of `{name}` has no witness values; this is a verifier bug", code="PW390")
+        by_witness.setdefault(tuple(sorted(witness.items())), []).append(name)
+    for witness_key, names in by_witness.items():
+        bounds = replace(explorer.bounds, stop_on=None if "funds_not_stuck" in names else frozenset(names))
+        concrete = Explorer(explorer.model, bounds, pinned=dict(witness_key))
+        concrete_result = concrete.explore()
+        missing = [n for n in names if n not in concrete_result.violations]
+        if missing:
+            raise VerifyError(
+                f"violation of `{missing[0]}` does not reproduce at its witness values; this is a verifier bug",
+                code="PW390",
+            )
+        concrete_result.violations = {n: concrete_result.violations[n] for n in names}
+        extra, extra_index = _concrete_counterexamples(concrete, concrete_result, table, programs)
+        offset = len(found)
+        found.extend(extra)
+        for name, position in extra_index.items():
+            index_of[name] = offset + position
+    return found, index_of
+
+
+def _concrete_counterexamples(
+    explorer: Explorer, result: ExplorationResult, table: Json, programs: dict[str, str]
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
     found: list[dict[str, Any]] = []
     by_path: dict[tuple[Any, ...], int] = {}
     index_of: dict[str, int] = {}
     for name in sorted(result.violations, key=lambda n: (result.depths[result.violations[n].state_id], n)):
         violation = result.violations[name]
         start, moves = cx.shortest(explorer, result, violation.state_id)
+        if violation.refused is not None:
+            moves.append(_refused_move(explorer, start, moves, violation.refused))
         moves = cx.minimize(explorer, start, moves, name)
         moves = cx.concretize(explorer, start, moves, name)
         key = (start, tuple((m.kind, m.agreement, m.name, m.fault, m.site, m.delta) for m in moves))
@@ -77,6 +125,17 @@ def counterexamples(
         steps = cx.replay(explorer, entry["_start"], entry["_moves"], names, table, programs)
         out.append(cx.describe(explorer, entry["_start"], entry["_moves"], steps, entry["_names"]))
     return out, index_of
+
+
+def _refused_move(explorer: Explorer, start: cx.State, moves: list[Any], transition: str) -> Any:
+    """The refused command at the end of a `funds_available` path, as a move of that path."""
+    states = cx.simulate(explorer, start, moves)
+    if states is None:
+        raise VerifyError("counterexample path cannot be re-simulated; this is a verifier bug", code="PW390")
+    for _, move, _ in explorer.refusals(states[-1]):
+        if move.name == transition:
+            return move
+    raise VerifyError(f"the refusal of `{transition}` does not reproduce; this is a verifier bug", code="PW390")
 
 
 def coverage(model: Model, explorer: Explorer, result: ExplorationResult) -> Json:
@@ -121,26 +180,19 @@ def verify_files(files: Mapping[str, bytes], options: VerifyOptions) -> Json:
 
         amounts = proofs.transfer_properties(model)
         proofs.upgrade(model, explorer, result, invariants)
-        # Violations only z3 found (between the sampled amounts) get a concrete
-        # counterexample too: the model is re-explored with the witness amount.
-        for name, w_explorer, w_result in proofs.witness_explorations(model, options.bounds, invariants):
-            extra, _ = counterexamples(w_explorer, w_result, table, programs)
-            entry = next(i for i in invariants if i["name"] == name)
-            if entry.get("counterexample") is None:
-                entry["counterexample"] = len(found)
-                found.extend(extra)
     mutants: list[Json] = []
     if options.mutants:
         from pactwright.verifier import mutation
 
-        mutants = mutation.run(model_doc, options.bounds, invariants)
-    warnings = list(result.warnings)
-    if not result.exhausted:
-        warnings.append(
-            f"exploration stopped at the `{result.bound_hit}` bound before the state space was exhausted; "
-            "results hold only for the states explored"
-        )
-    verdict = "fail" if any(i["verdict"] == "violated" for i in invariants) else "pass"
+        mutants = mutation.run(model_doc, options.bounds, invariants, options.jobs)
+    from pactwright.verifier import _completeness
+
+    unknown_queries: int = getattr(result, "unknown_queries", 0)
+    complete = _completeness.is_complete(result.exhausted, unknown_queries, invariants)
+    verdict = _completeness.verdict_of(invariants, complete, options.allow_incomplete)
+    warnings = list(result.warnings) + _completeness.bound_warnings(
+        model, result, options.bounds, unknown_queries, complete, options.allow_incomplete
+    )
     return {
         "format": REPORT_FORMAT,
         "verifier": {"name": "pactwright", "version": __version__},
@@ -161,8 +213,12 @@ def verify_files(files: Mapping[str, bytes], options: VerifyOptions) -> Json:
             "exhausted": result.exhausted,
             "bound_hit": result.bound_hit,
             "initial_states": sum(1 for d in result.depths if d == 0),
+            "unknown_queries": result.unknown_queries,
+            "symbolic_params": list(result.symbolic),
         },
         "verdict": verdict,
+        "complete": complete,
+        "allow_incomplete": options.allow_incomplete,
         "invariants": invariants,
         "counterexamples": found,
         "amounts": amounts,
@@ -197,6 +253,12 @@ def _verdict(name: str, clause: str | None, builtin: bool, result: ExplorationRe
         if result.exhausted
         else f"explicit-state search to depth {result.depth_reached}"
     )
+    if result.symbolic and not result.unknown_queries:
+        method += f", for every value of {ranges_text(result.model_ranges)}"
+    elif result.symbolic:
+        method += (
+            f", symbolic over {ranges_text(result.model_ranges)} except behind {_unknowns(result.unknown_queries)}"
+        )
     return {
         "name": name,
         "clause": clause,
@@ -207,13 +269,34 @@ def _verdict(name: str, clause: str | None, builtin: bool, result: ExplorationRe
     }
 
 
+def ranges_text(ranges: list[tuple[str, str, str]]) -> str:
+    """`price in 1.00 .. 10000.00 and fee in 20.00 .. 30.00`."""
+    return " and ".join(f"{name} in {low} .. {high}" for name, low, high in ranges)
+
+
+def _amount_limit(result: ExplorationResult) -> str:
+    """What the search says about amounts: exact over the ranges when they were symbols."""
+    if not result.symbolic:
+        return "text values other than the options, compared literals and stand-ins explored"
+    text = (
+        f"nothing more about amounts: every value of {ranges_text(result.model_ranges)} was covered "
+        "symbolically; text params take their options, compared literals and stand-ins"
+    )
+    if result.unknown_queries:
+        text += f", except behind {_unknowns(result.unknown_queries)}"
+    return text
+
+
+def _unknowns(count: int) -> str:
+    return f"{count} solver answer{'s' if count != 1 else ''} of unknown"
+
+
 def _limits(options: VerifyOptions, result: ExplorationResult, model: Model) -> list[str]:
     bounds = options.bounds
     limits = [
         f"behaviour with more than {bounds.agreements} concurrent agreement{'s' if bounds.agreements != 1 else ''} "
         f"or more than {bounds.faults} fault{'s' if bounds.faults != 1 else ''} per run",
-        "amounts other than the sampled boundary points, except where a z3 result in `amounts` "
-        "or a `proved` verdict says so",
+        _amount_limit(result),
         "that the policy matches the contract or intent it was written from",
         "the behaviour of external providers beyond the modelled faults: lost requests, lost responses, "
         "provider errors; reconciliation lookups are assumed truthful",

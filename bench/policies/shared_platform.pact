@@ -11,6 +11,7 @@ role seller
 
 param price: money between 1.00 and 100.00
 param fee: percent = 10%
+param order_id: text matching "O-[0-9]{1,9}"
 
 account world    "world" external
 account escrow   "escrow:{agreement}"
@@ -25,6 +26,7 @@ effect notify_payout {
   reversibility not_applicable
   max_calls 1
   strategy reconcilable
+  key order_id
 }
 
 state draft initial

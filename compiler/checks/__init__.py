@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pactwright.compiler.checks import accounts, effects, guards, names, states, transfers, values
+from pactwright.compiler.checks import accounts, effects, guards, names, payloads, states, transfers, values
 from pactwright.compiler.checks._registry import REGISTRY, Check, CheckContext, check
 from pactwright.compiler.checks.guards import type_all
 from pactwright.compiler.expressions import ExpressionTyper
@@ -11,7 +11,7 @@ from pactwright.diagnostics import Diagnostic
 
 __all__ = ["REGISTRY", "Check", "CheckContext", "check", "run_checks"]
 
-_TOPICS = (names, states, values, accounts, transfers, effects, guards)  # registration order
+_TOPICS = (names, states, values, accounts, transfers, effects, payloads, guards)  # registration order
 
 
 def run_checks(sym: Symbols) -> tuple[CheckContext, list[Diagnostic]]:

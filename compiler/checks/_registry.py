@@ -26,6 +26,9 @@ class CheckContext:
     guards: dict[str, Expr | None] = field(default_factory=dict)
     invariants: dict[str, Expr | None] = field(default_factory=dict)
     amounts: dict[tuple[str, int], Expr | None] = field(default_factory=dict)
+    # Declared effect amounts: by effect name, and by (transition, call index).
+    effect_amounts: dict[str, Expr | None] = field(default_factory=dict)
+    call_amounts: dict[tuple[str, int], Expr | None] = field(default_factory=dict)
 
     def error(self, code: str, message: str, span: Span, hint: str, label: str | None = None) -> Diagnostic:
         return Diagnostic(code=code, severity=Severity.ERROR, message=message, span=span, hint=hint, label=label)
@@ -38,6 +41,14 @@ class CheckContext:
             index = 0
             for tfield in decl.fields:
                 if isinstance(tfield, ast.TransferField):
+                    yield decl, index, tfield
+                    index += 1
+
+    def calls(self) -> Iterator[tuple[ast.TransitionDecl, int, ast.CallField]]:
+        for decl in self.sym.transitions.values():
+            index = 0
+            for tfield in decl.fields:
+                if isinstance(tfield, ast.CallField):
                     yield decl, index, tfield
                     index += 1
 

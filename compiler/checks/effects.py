@@ -150,17 +150,32 @@ def explicit_default(ctx: CheckContext) -> Iterator[Diagnostic]:
 
 @check("PW152")
 def ceilings_below_bounds(ctx: CheckContext) -> Iterator[Diagnostic]:
+    from pactwright.compiler.checks.guards import interval
     from pactwright.compiler.literals import money_value
+    from pactwright.money import format_money
 
     scale = ctx.sym.scale
     for decl in ctx.sym.transitions.values():
-        for call in _calls(decl):
+        for index, call in enumerate(_calls(decl)):
             effect = ctx.sym.effects.get(call.effect.name)
             ceiling = _field(effect, "ceiling") if effect else None
             if effect is None or ceiling is None or not isinstance(ceiling.args[0], ast.NumberLit):
                 continue
             cap = money_value(ceiling.args[0].text, scale)
             if not isinstance(cap, int):
+                continue
+            declared = ctx.effect_amounts.get(effect.name.name) or ctx.call_amounts.get((decl.name.name, index))
+            if declared is not None:
+                # What the call carries is stated: compare its largest value, not the transfers.
+                largest = interval(ctx, declared)[1]
+                if declared.type == "money" and largest is not None and largest > cap:
+                    most = format_money(int(largest), scale)
+                    yield ctx.warning(
+                        "PW152",
+                        f"ceiling of effect `{effect.name.name}` is below the most its amount can be ({most})",
+                        ceiling.span,
+                        "such calls will be refused at the ceiling; lower the params' bounds or raise the ceiling",
+                    )
                 continue
             for transfer in (f for f in decl.fields if isinstance(f, ast.TransferField)):
                 if isinstance(transfer.amount, ast.NameExpr) and transfer.amount.name in ctx.sym.params:

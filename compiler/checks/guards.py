@@ -17,7 +17,7 @@ _NATURAL: Interval = (Fraction(0), None)
 
 
 def type_all(ctx: CheckContext) -> None:
-    """Type every guard, invariant and transfer amount once, for all checks."""
+    """Type every guard, invariant, transfer amount and effect amount once, for all checks."""
     for decl in ctx.sym.transitions.values():
         for tfield in decl.fields:
             if isinstance(tfield, ast.WhenField) and decl.name.name not in ctx.guards:
@@ -26,6 +26,13 @@ def type_all(ctx: CheckContext) -> None:
         ctx.amounts[(decl.name.name, index)] = ctx.typer.lower(transfer.amount, "money")
     for inv in ctx.sym.invariants.values():
         ctx.invariants[inv.name.name] = ctx.typer.lower(inv.expr, "bool")
+    for effect in ctx.sym.effects.values():
+        declared = next((f for f in effect.fields if f.key == "amount" and f.expr is not None), None)
+        if declared is not None and declared.expr is not None:
+            ctx.effect_amounts[effect.name.name] = ctx.typer.lower_amount(declared.expr)
+    for decl, index, call in ctx.calls():
+        if call.amount is not None:
+            ctx.call_amounts[(decl.name.name, index)] = ctx.typer.lower_amount(call.amount)
 
 
 @check("PW120", "PW137", "PW104", "PW105", "PW106", "PW107")
@@ -54,6 +61,11 @@ def _param_interval(ctx: CheckContext, name: str) -> Interval:
                 Fraction(int(found.value)) if isinstance(found, Classified) and found.kind == "duration" else None
             )
     return (bounds[0], bounds[1])
+
+
+def interval(ctx: CheckContext, expr: Expr) -> Interval:
+    """The least and greatest value `expr` can take under the params' declared bounds (None: unknown)."""
+    return _interval(ctx, expr)
 
 
 def _interval(ctx: CheckContext, expr: Expr) -> Interval:

@@ -2,8 +2,10 @@
 
 The report files go into the bundle and the manifest records the report's
 hash and verdict, so a signer later vouches for exactly what was verified.
-A failing verification still writes the bundle (reviewers read its report)
-but exits 1; `sign` refuses such a bundle. An approval beside the policy
+A failing or incomplete verification still writes the bundle (reviewers
+read its report) but exits 1; `sign` refuses such a bundle. An incomplete
+run passes only with `--allow-incomplete`, which the report records, and
+`sign` accepts an incomplete report only then. An approval beside the policy
 (`<stem>.approval.json`) is carried into the bundle only if it approves the
 candidate just built; a stale one is left behind with a warning.
 """

@@ -1,4 +1,9 @@
-"""`pactwright diff OLD NEW`: the semantic difference of two policies or bundles."""
+"""`pactwright diff OLD NEW`: the semantic difference of two policies or bundles.
+
+Exit 0 by default, whatever changed; `--exit-code` exits 1 on any change and
+`--fail-on-downgrade` on any flagged safety downgrade, so CI can hold a pull
+request that weakens a protection for a reviewer.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,11 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("new", metavar="NEW", help="policy file or bundle directory")
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("--exit-code", action="store_true", help="exit 1 when there are semantic changes")
+    parser.add_argument(
+        "--fail-on-downgrade",
+        action="store_true",
+        help="exit 1 when a safety downgrade is flagged (level downgrade or review)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,4 +41,6 @@ def run(args: argparse.Namespace) -> int:
             f"--- {args.old}  {diff['old']['candidate_hash']}\n+++ {args.new}  {diff['new']['candidate_hash']}\n"
         )
         sys.stdout.write(render_diff_text(diff))
-    return 1 if args.exit_code and diff["changes"] else 0
+    if args.exit_code and diff["changes"]:
+        return 1
+    return 1 if args.fail_on_downgrade and diff["downgrades"] else 0

@@ -7,7 +7,10 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pactwright.errors import UsageError
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -22,9 +25,25 @@ def add_bound_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--agreements", type=int, default=1, metavar="N", help="concurrent agreements (default 1)")
     parser.add_argument("--max-states", type=int, default=2_000_000, metavar="N")
     parser.add_argument("--max-depth", type=int, default=64, metavar="N")
-    parser.add_argument("--strict", action="store_true", help="exit 1 when a bound stops exploration early")
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 whenever a bound stopped exploration early, even if proofs or --allow-incomplete pass the run",
+    )
+    parser.add_argument(
+        "--allow-incomplete",
+        action="store_true",
+        help="accept a run a bound stopped before it decided every invariant: verdict pass, recorded in the report",
+    )
     parser.add_argument("--no-mutants", action="store_true", help="skip mutation (vacuity) analysis")
     parser.add_argument("--no-proofs", action="store_true", help="skip z3 amount proofs and k-induction")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        metavar="N",
+        help="processes for mutation analysis (default: the number of cores; 1 runs in process); same report for any N",
+    )
 
 
 def options_from(args: argparse.Namespace) -> Any:
@@ -32,7 +51,7 @@ def options_from(args: argparse.Namespace) -> Any:
     from pactwright.verifier.explorer import Bounds
     from pactwright.verifier.verify import TerminalProgress, VerifyOptions
 
-    for name in ("faults", "agreements", "max_states", "max_depth"):
+    for name in ("faults", "agreements", "max_states", "max_depth", "jobs"):
         value = getattr(args, name)
         if value < (0 if name == "faults" else 1):
             raise UsageError(f"`--{name.replace('_', '-')}` must be at least {0 if name == 'faults' else 1}")
@@ -42,6 +61,8 @@ def options_from(args: argparse.Namespace) -> Any:
         mutants=not args.no_mutants,
         proofs=not args.no_proofs,
         progress=TerminalProgress() if show else None,
+        allow_incomplete=args.allow_incomplete,
+        jobs=args.jobs,
     )
 
 
@@ -97,6 +118,7 @@ def check_manifest(files: dict[str, bytes], target: str) -> None:
 
 
 def exit_code(report: dict[str, Any], strict: bool) -> int:
+    """0 for `pass`; 1 for `fail` and `incomplete`, and under `--strict` for any search a bound stopped."""
     if report["verdict"] != "pass":
         return 1
     if strict and not report["exploration"]["exhausted"]:
@@ -113,6 +135,8 @@ def run(args: argparse.Namespace) -> int:
 
     files = load_target(args.target)
     options = options_from(args)
+    if args.report_dir:
+        check_report_dir(Path(args.report_dir))
     started = time.perf_counter()
     report = verify_files(files, options)
     elapsed = time.perf_counter() - started
@@ -133,10 +157,51 @@ def run(args: argparse.Namespace) -> int:
     return exit_code(report, args.strict)
 
 
+def _report_dir_error(directory: Path, why: str) -> UsageError:
+    from pactwright.errors import UsageError
+
+    return UsageError(
+        f"cannot write reports to `{directory}`: {why}",
+        code="PW307",
+        hint="pass `--report-dir` a directory, or a path where one can be created",
+    )
+
+
+def check_report_dir(directory: Path) -> None:
+    """Refuse `--report-dir` before verifying (PW307) when it cannot become a directory of reports.
+
+    Checked first so that a long verification is not run only to fail at the
+    end, and nothing is created: the closest existing ancestor must be a
+    writable directory.
+    """
+    if directory.exists():
+        if not directory.is_dir():
+            raise _report_dir_error(directory, "it exists and is not a directory")
+        if not os.access(directory, os.W_OK | os.X_OK):
+            raise _report_dir_error(directory, "the directory is not writable")
+        return
+    for ancestor in directory.absolute().parents:
+        if ancestor.exists():
+            if not ancestor.is_dir():
+                raise _report_dir_error(directory, f"`{ancestor}` is not a directory")
+            if not os.access(ancestor, os.W_OK | os.X_OK):
+                raise _report_dir_error(directory, f"`{ancestor}` is not writable")
+            return
+
+
 def write_reports(report: dict[str, Any], directory: Path) -> Path:
+    """report.json, report.md and report.html in `directory`, each replaced in one rename; PW307 on failure."""
+    from pactwright._files import write_atomic
+    from pactwright.errors import UsageError
     from pactwright.verifier.render import report_files
 
-    directory.mkdir(parents=True, exist_ok=True)
-    for name, data in report_files(report).items():
-        (directory / name).write_bytes(data)
+    check_report_dir(directory)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        for name, data in report_files(report).items():
+            write_atomic(directory / name, data)
+    except OSError as exc:
+        raise _report_dir_error(directory, str(exc.strerror or exc)) from None
+    except UsageError as exc:
+        raise _report_dir_error(directory, exc.message) from None
     return directory / "report.html"

@@ -26,6 +26,7 @@ effect send_payout {
   timeout 20s
   strategy idempotent
   key order_id, amount
+  amount amount
   consequence "{amount} will be paid to the card of order {order_id}."
 }
 

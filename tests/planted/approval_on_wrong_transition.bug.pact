@@ -31,6 +31,7 @@ effect send_claim_payment {
   timeout 20s
   strategy reconcilable
   key claim, amount
+  amount amount
   consequence "{amount} will be paid to the bank account on claim {claim}."
 }
 

@@ -31,6 +31,7 @@ effect capture_payment {
   max_calls 1
   strategy compensate with void_capture
   key order_id, price
+  amount price
 }
 
 effect void_capture {
@@ -49,6 +50,7 @@ effect book_courier {
   max_calls 1
   strategy once
   key order_id
+  amount 0.00                            # the booking itself moves no money
 }
 
 state packed initial

@@ -33,6 +33,7 @@ effect pay_supplier {
   timeout 30s
   strategy once
   key contract, instalment
+  amount instalment
   consequence "{instalment} will be paid to the supplier of contract {contract}."
 }
 

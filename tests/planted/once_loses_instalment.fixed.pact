@@ -27,6 +27,7 @@ effect pay_supplier {
   timeout 30s
   strategy idempotent
   key contract, instalment
+  amount instalment
   consequence "{instalment} will be paid to the supplier of contract {contract}."
 }
 

@@ -30,6 +30,8 @@ effect send_payout {
   max_calls 1
   timeout 10s
   strategy retry
+  key ticket
+  amount amount
   consequence "{amount} will be paid to the wallet of ticket {ticket}."
 }
 

@@ -25,6 +25,7 @@ effect send_payout {
   timeout 10s
   strategy idempotent
   key ticket, amount
+  amount amount
   consequence "{amount} will be paid to the wallet of ticket {ticket}."
 }
 

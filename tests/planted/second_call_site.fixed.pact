@@ -25,6 +25,7 @@ effect issue_voucher {
   timeout 5s
   strategy idempotent
   key ticket, value
+  amount value
   consequence "a voucher worth {value} will be issued for ticket {ticket}."
 }
 
