@@ -185,6 +185,12 @@ def concretize(explorer: Explorer, start: State, moves: list[Move], invariant: s
             if move.kind == "command":
                 for stamp in explorer.stamp_sets[t]:
                     set_at[(move.agreement, stamp)] = index
+    if invariant == "funds_not_stuck" and moves and moves[-1].kind == "clock":
+        # Stuck "from some time on": the path ends after every deadline its agreement compares with.
+        for (agreement, stamp), index in set_at.items():
+            deadline = explorer.model.clock_maxima[stamp]
+            if agreement == moves[-1].agreement and 0 < deadline < INF:
+                constraints.append((index, len(moves), -deadline))
     times: list[int] | None = None
     if last is not None and check is not None:
         block = explorer.split(states[-1])[1][last]
@@ -268,6 +274,7 @@ def replay(
     carried: dict[tuple[int, int], int] = {}  # the amount each call carries, fixed at its commit
     steps: list[dict[str, Any]] = []
     refusals: list[str] = []
+    site_applied: dict[tuple[int, int], int] = {}  # (agreement, call site) -> applications
     sites = explorer.model.sites
     for move in moves:
         agr: ReplayAgreement | None = agreements[move.agreement] if move.agreement >= 0 else None
@@ -303,6 +310,7 @@ def replay(
             deduplicated = site.strategy == "idempotent" and happened.get((move.agreement, move.site), False)
             if takes_effect and not deduplicated:
                 happened[(move.agreement, move.site)] = True
+                site_applied[(move.agreement, move.site)] = site_applied.get((move.agreement, move.site), 0) + 1
                 effect_applied[agr.agreement][site.effect] = effect_applied[agr.agreement].get(site.effect, 0) + 1
                 amount = carried.get((move.agreement, move.site), 0)
                 effect_total[agr.agreement][site.effect] = effect_total[agr.agreement].get(site.effect, 0) + amount
@@ -320,6 +328,19 @@ def replay(
         steps.append({"postings": postings, "now": replayer.now})
     # The violation must reproduce on the replayed state.
     for invariant in invariants:
+        if invariant == "effect_applied_once":
+            # Per call site: applications of one `call` against the commits of its transition.
+            if any(
+                count > agreements[a].fired.get(explorer.model.transitions[sites[s].transition]["id"], 0)
+                for (a, s), count in site_applied.items()
+                if s in explorer.once_sites
+            ):
+                continue
+            raise VerifyError(
+                "counterexample for `effect_applied_once` does not replay against transitions.json; "
+                "this is a verifier bug",
+                code="PW390",
+            )
         if not _replayed_violation(
             invariant,
             table,
@@ -378,14 +399,6 @@ def _replayed_violation(
             and any(replayer.balances(agr, contributions)[name] != 0 for name in names)
             for agr in agreements
         )
-    if invariant == "effect_applied_once":
-        once = {sites.effect for sites in explorer.model.sites if sites.index in explorer.once_sites}
-        return any(
-            count > sum(agr.fired.get(t["id"], 0) for t in table["transitions"] if _calls(t, name))
-            for agr in agreements
-            for name, count in effect_applied[agr.agreement].items()
-            if name in once
-        )
     if invariant == "money_conserved":
         return sum(replayer.ledger.values()) != 0
     if invariant == "no_negative_internal":
@@ -413,10 +426,6 @@ def _replayed_violation(
         )
         for agr in agreements
     )
-
-
-def _calls(transition: Json, effect: str) -> bool:
-    return any(call.get("effect") == effect for call in transition.get("effects", []))
 
 
 def describe(

@@ -844,9 +844,7 @@ class Explorer:
             if limit is not None:
                 count = self.effect_applications(block, effect)
                 if count > limit:
-                    out.append(
-                        ("effect_max_calls", f"`{effect}` applied {count} times, max_calls {limit}", anywhere)
-                    )
+                    out.append(("effect_max_calls", f"`{effect}` applied {count} times, max_calls {limit}", anywhere))
         for s in self.once_sites:
             site = self.model.sites[s]
             applied, fired = block[lay.applied + s], block[lay.fired + site.transition]
@@ -935,7 +933,7 @@ class Explorer:
         return held
 
     def stuck_condition(
-        self, block: State, moves_of: Callable[[State], list[tuple[State | None, bool]] | None]
+        self, block: State, moves_of: Callable[[State], list[tuple[State | None, str | None, Any]] | None]
     ) -> Formula | None:
         """Where (for which param values) no command can ever commit again from this
         non-final agreement while it holds money: a formula, False, or None when the
@@ -959,11 +957,15 @@ class Explorer:
             moves = moves_of(current)
             if moves is None:
                 return None
-            for new, is_command in moves:
+            settled = self._time_passed(current)
+            for new, tid, cell in moves:
                 if new is None:
                     continue
-                if is_command:
-                    targets.add(new[2])
+                if tid is not None:
+                    # Once time has been let pass, only a command still enabled after every
+                    # deadline is a way out: any earlier window may already be gone.
+                    if not settled or self._eventual(tid, cell):
+                        targets.add(new[2])
                 elif new not in seen:
                     seen.add(new)
                     todo.append(new)
@@ -974,6 +976,26 @@ class Explorer:
             can = self.space.disj(can, self._pc_formula(target))
         return self.space.conj(held, self.space.negate(can))
 
+    def _time_passed(self, block: State) -> bool:
+        """Whether the agreement's zone is closed under time passing (a clock move has happened)."""
+        zone = self.zone(block)
+        return (
+            bool(zone)
+            and any(self.zones.is_set(zone, c) for c in range(self.layout.stamps))
+            and (self.zones.up(zone) == zone)
+        )
+
+    def _eventual(self, tid: str, cell: tuple[int, ...] | None) -> bool:
+        """Whether a command fired from `cell` stays enabled however late: every age it reads
+        is in its last interval (past the largest deadline) or never set."""
+        if cell is None:
+            return True
+        dims = self.guard_dims[self.model.transition_index[tid]]
+        for dim, position in zip(dims, cell, strict=True):
+            if dim.kind == "age" and position >= 0 and position != len(dim.intervals()) - 1:
+                return False
+        return True
+
     def _pc_formula(self, pc: int) -> Formula:
         formula: Formula = True
         for part in sorted(self.space.pcs[pc], key=repr):
@@ -983,8 +1005,11 @@ class Explorer:
     def stuck(self, block: State) -> bool:
         """`funds_not_stuck` fails for this agreement (concrete runs: any holding counts)."""
 
-        def moves_of(current: State) -> list[tuple[State | None, bool]] | None:
-            return [(new, move.kind == "command") for move, new, _, _ in self.local_moves(current)]
+        def moves_of(current: State) -> list[tuple[State | None, str | None, Any]] | None:
+            return [
+                (new, move.name if move.kind == "command" else None, move.cell)
+                for move, new, _, _ in self.local_moves(current)
+            ]
 
         condition = self.stuck_condition(block, moves_of)
         if condition is None or condition is False:
@@ -1035,7 +1060,7 @@ class Explorer:
         block_id: dict[State, int] = {}
         blocks: list[State] = []
         # Per block: (successor block id or -1 for a refused command, faults, edge, command id or None).
-        local: list[list[tuple[int, int, Any, str | None]] | None] = []
+        local: list[list[tuple[int, int, Any, str | None, Any]] | None] = []
         block_violations: list[list[tuple[str, str, Condition | None]]] = []
         first_state: list[int] = []
         phases: dict[int, set[int]] = {s.index: set() for s in self.model.sites}
@@ -1054,7 +1079,7 @@ class Explorer:
             block_violations.append(self._block_violations(block))
             return bid
 
-        def moves_of(bid: int) -> list[tuple[int, int, Any, str | None]]:
+        def moves_of(bid: int) -> list[tuple[int, int, Any, str | None, Any]]:
             cached = local[bid]
             if cached is None:
                 cached = [
@@ -1063,6 +1088,7 @@ class Explorer:
                         cost,
                         edge,
                         move.name if move.kind == "command" else None,
+                        move.cell,
                     )
                     for move, new, cost, edge in self.local_moves(blocks[bid])
                 ]
@@ -1122,7 +1148,7 @@ class Explorer:
             ids = state[1:]
             successors: list[tuple[int, ...]] = []
             for position, bid in enumerate(ids):
-                for new_bid, cost, edge, tid in moves_of(bid):
+                for new_bid, cost, edge, tid, _ in moves_of(bid):
                     if faults + cost > max_faults:
                         continue
                     if new_bid < 0:
@@ -1203,7 +1229,7 @@ class Explorer:
     def _find_stuck(
         self,
         blocks: list[State],
-        local: list[list[tuple[int, int, Any, str | None]] | None],
+        local: list[list[tuple[int, int, Any, str | None, Any]] | None],
         first_state: list[int],
         depths: list[int],
         found: Callable[[str, Violation], None],
@@ -1211,11 +1237,17 @@ class Explorer:
         """The shallowest agreement that can never commit again while it holds money."""
         ids = {block: bid for bid, block in enumerate(blocks)}
 
-        def moves_of(block: State) -> list[tuple[State | None, bool]] | None:
-            cached = local[ids[block]]
+        def moves_of(block: State) -> list[tuple[State | None, str | None, Any]] | None:
+            bid = ids.get(block)
+            cached = local[bid] if bid is not None else None
             if cached is None:
-                return None
-            return [(blocks[nb] if nb >= 0 else None, tid is not None) for nb, _, _, tid in cached]
+                # Past the depth bound: its moves were never needed by the search, but whether
+                # anything can still commit from it is a question about this one block.
+                return [
+                    (new, move.name if move.kind == "command" else None, move.cell)
+                    for move, new, _, _ in self.local_moves(block)
+                ]
+            return [(blocks[nb] if nb >= 0 else None, tid, cell) for nb, _, _, tid, cell in cached]
 
         order = sorted(
             (bid for bid in range(len(blocks)) if first_state[bid] >= 0 and local[bid] is not None),
