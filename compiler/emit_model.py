@@ -12,11 +12,13 @@ shared between agreements, and the default exploration bounds.
 
 from __future__ import annotations
 
+import itertools
 import re
 from fractions import Fraction
 from typing import Any
 
 from pactwright.canonical import canonical_bytes
+from pactwright.compiler._regex_samples import Unsupported, texts
 from pactwright.compiler.lower import Json
 from pactwright.money import Percent
 
@@ -36,8 +38,14 @@ def _samples(low: int, high: int) -> list[str]:
     return [str(p) for p in sorted(points)]
 
 
-# A value of a `text matching` param that differs from every text it is compared with.
+# The old stand-in: tried for a pattern the generator cannot enumerate, kept
+# only when the pattern admits it (or when nothing else exists, see below).
 STAND_IN = "any"
+# The largest group of text params compared with each other whose every subset
+# gets shared stand-ins; a larger group gets them for single params and pairs.
+MAX_JOINT_GROUP = 6
+# Texts of each pattern tried for a stand-in several patterns must all admit.
+MAX_JOINT_POOL = 64
 
 
 def _text_comparisons(table: Json) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
@@ -72,38 +80,89 @@ def _matches(pattern: str, value: str) -> bool:
         return True
 
 
+def _candidates(pattern: str, limit: int) -> list[str]:
+    """Texts of `pattern`, shortest first; then the old `any`, `any2`, ... where the pattern admits them."""
+    try:
+        found = list(texts(pattern, limit))
+    except Unsupported:
+        found = []
+    olds = (STAND_IN if i == 1 else f"{STAND_IN}{i}" for i in range(1, limit + 1))
+    return found + [old for old in olds if old not in found and _matches(pattern, old)]
+
+
+def _shared_stand_ins(patterns: list[str], known: set[str], need: int) -> list[str]:
+    """Up to `need` distinct texts every pattern admits, none of them a known (compared) text."""
+    out: list[str] = []
+    # One pattern: the first texts that are not known suffice. Several: a
+    # text must suit them all, so each pool is wider.
+    limit = need + len(known) if len(patterns) == 1 else max(need + len(known), MAX_JOINT_POOL)
+    pools = [_candidates(p, limit) for p in patterns]
+    for text in (t for pool in pools for t in pool):
+        if len(out) == need:
+            break
+        if text not in known and text not in out and all(_matches(p, text) for p in patterns):
+            out.append(text)
+    return out
+
+
+def _group_of(name: str, partners: dict[str, set[str]]) -> set[str]:
+    group, todo = {name}, [name]
+    while todo:
+        for other in partners.get(todo.pop(), set()):
+            if other not in group:
+                group.add(other)
+                todo.append(other)
+    return group
+
+
 def _text_samples(table: Json) -> dict[str, list[str]]:
     """The values a `text matching` param is explored with.
 
     Text matters only where it is compared. A pattern param takes every
     literal it is compared with that its pattern admits (so `region == "EU"`
-    can hold), the values of the params it is compared with, and stand-ins
-    that differ from all of those: as many as there are params in its group
-    of params compared with each other, so that any two of them can be equal
-    or different.
+    can hold), the option values of the params it is compared with, and
+    stand-ins: texts its pattern fully matches (so the runtime would create
+    the agreement) that differ from all of those. Params compared with each
+    other form a group of k pattern params; any way of making some of them
+    equal and the rest different must be explorable, so every subset S of
+    the group gets up to k - |S| + 1 distinct texts all of S's patterns admit,
+    and each param takes those of every subset it is in. Where a pattern
+    admits fewer texts than that (`EU|US` compared with both, or two params
+    both `matching "EU"`), only the texts that exist are taken: the samples
+    are then just the admitted literals. A param left with no sample at all
+    (its pattern admits no text the generator finds and no compared literal)
+    falls back to the stand-ins `any`, `any2`, ...: the runtime would refuse
+    such an agreement, so this can raise a false alarm. The search for texts
+    is capped (`compiler/_regex_samples.py`, MAX_JOINT_POOL, MAX_JOINT_GROUP),
+    so a shared text found only beyond the caps is not explored.
     """
     params = {p["name"]: p for p in table["params"] if p["type"] == "text" and "pattern" in p}
     options = {p["name"]: list(p.get("options", [])) for p in table["params"] if p["type"] == "text"}
     literals, partners = _text_comparisons(table)
     out: dict[str, list[str]] = {}
     for name, param in params.items():
-        group, todo = {name}, [name]
-        while todo:
-            for other in partners.get(todo.pop(), set()):
-                if other not in group:
-                    group.add(other)
-                    todo.append(other)
+        group = _group_of(name, partners)
         known = set(literals.get(name, set()))
         for other in group:
             known |= literals.get(other, set()) | set(options.get(other, []))
-        values = sorted(v for v in known if _matches(param["pattern"], v))
+        members = sorted(g for g in group if g in params)
+        others = [g for g in members if g != name]
+        if len(members) > MAX_JOINT_GROUP:
+            subsets: list[tuple[str, ...]] = [(name,)] + [(name, other) for other in others]
+        else:
+            subsets = [
+                (name, *chosen) for size in range(len(others) + 1) for chosen in itertools.combinations(others, size)
+            ]
         stand_ins: list[str] = []
-        suffix = 1
-        while len(stand_ins) < len([g for g in group if g in params]):
-            candidate = STAND_IN if suffix == 1 else f"{STAND_IN}{suffix}"
-            suffix += 1
-            if candidate not in known:
-                stand_ins.append(candidate)
+        for subset in subsets:
+            need = len(members) - len(subset) + 1
+            for text in _shared_stand_ins([params[s]["pattern"] for s in sorted(subset)], known, need):
+                if text not in stand_ins:
+                    stand_ins.append(text)
+        values = sorted(v for v in known if _matches(param["pattern"], v))
+        if not stand_ins and not values:
+            olds = (STAND_IN if i == 1 else f"{STAND_IN}{i}" for i in itertools.count(1))
+            stand_ins = list(itertools.islice((o for o in olds if o not in known), len(members)))
         out[name] = stand_ins + values
     return out
 

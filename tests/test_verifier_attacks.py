@@ -182,9 +182,6 @@ invariant escrow_never_negative: balance(escrow) >= 0
 """
 
 
-@pytest.mark.xfail(
-    strict=True, reason="known: text stand-ins are not checked against the pattern (a false alarm, never a false pass)"
-)
 def test_a_pattern_admitting_only_compared_literals_gets_no_stand_in() -> None:
     # Hand reasoning: `region` matches "EU|US" (the events schema anchors it as
     # ^(?:EU|US)$), so every agreement has region EU or US and one of the two
@@ -228,9 +225,6 @@ invariant escrow_never_negative: balance(escrow) >= 0
 """
 
 
-@pytest.mark.xfail(
-    strict=True, reason="known: text stand-ins are not checked against the pattern (a false alarm, never a false pass)"
-)
 def test_two_params_whose_pattern_admits_one_text_are_always_equal() -> None:
     # Hand reasoning: both params can only be "EU", so `src != dst` never holds and
     # `differ` (which would overdraw escrow by 1.00) is never enabled; `same` always

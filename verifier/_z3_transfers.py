@@ -239,9 +239,13 @@ class TransferProver:
             f"share of `{account}`",
             "unknown",
         )
+        # A ranged share of a ranged amount makes this optimisation nonlinear, and z3 can run to
+        # its budget for seconds on it: such a range (a summary; the search itself is exact)
+        # gets a fortieth of the budget, and an `unknown` when that is not enough.
+        budget = self.timeout_ms // 40 if _nonlinear(term) else self.timeout_ms
         bounds: list[int] = []
         for direction in ("min", "max"):
-            opt = make_optimizer(self.timeout_ms)
+            opt = make_optimizer(budget)
             opt.add(*self.space.constraints)
             if direction == "min":
                 opt.minimize(term)
@@ -258,7 +262,7 @@ class TransferProver:
             if moved[index] != value:
                 entry["detail"] = f"the {direction} share z3 found does not reproduce concretely; nothing is claimed"
                 return entry
-            beyond = make_solver(self.timeout_ms)
+            beyond = make_solver(budget)
             beyond.add(*self.space.constraints, term < value if direction == "min" else term > value)
             status = beyond.check()
             if status != z3.unsat:
@@ -344,3 +348,35 @@ def _entry(
     if witness_params is not None:
         entry["witness_params"] = witness_params
     return entry
+
+
+def _nonlinear(term: Any) -> bool:
+    """Whether a z3 term multiplies two terms that hold unknowns (or divides by one)."""
+    ground: dict[int, bool] = {}
+
+    def constant(node: Any) -> bool:
+        key = node.get_id()
+        if key not in ground:
+            if z3.is_int_value(node) or z3.is_rational_value(node):
+                ground[key] = True
+            elif z3.is_const(node):  # an uninterpreted constant: a variable
+                ground[key] = False
+            else:
+                ground[key] = all(constant(child) for child in node.children())
+        return ground[key]
+
+    todo = [term]
+    seen: set[int] = set()
+    while todo:
+        node = todo.pop()
+        if node.get_id() in seen or not z3.is_app(node):
+            continue
+        seen.add(node.get_id())
+        children = node.children()
+        unknowns = [c for c in children if not constant(c)]
+        if z3.is_mul(node) and len(unknowns) > 1:
+            return True
+        if (z3.is_div(node) or z3.is_idiv(node) or z3.is_mod(node)) and not constant(children[1]):
+            return True
+        todo.extend(children)
+    return False

@@ -31,6 +31,7 @@ from pactwright.verifier.zones import Dim, Zone, Zones
 State = tuple[Any, ...]  # ints, and linear forms where amounts depend on ranged params
 Condition = tuple[int, Any]  # (path condition id, formula): where a violation happens
 NOWHERE_NEEDED: Condition = (-1, True)  # a concrete run's violation: no witness to compute
+STUCK_EXTRA_BLOCKS = 4096  # blocks past the depth bound the stuck check may expand, per exploration
 BUILTIN_NAMES = (
     "money_conserved",
     "no_negative_internal",
@@ -63,7 +64,8 @@ class Bounds:
     max_depth: int = 64
     max_states: int = 2_000_000
     # Stop as soon as every invariant named here has a violation (a mutant is
-    # caught, a witness is confirmed); None explores everything.
+    # caught, a witness is confirmed); an empty set stops at the first violation;
+    # None explores everything.
     stop_on: frozenset[str] | None = None
 
 
@@ -953,6 +955,8 @@ class Explorer:
         seen = {block}
         todo = [block]
         while todo:
+            if len(seen) > STUCK_EXTRA_BLOCKS:
+                return None  # too far to judge: the block is not reported (and not claimed)
             current = todo.pop()
             moves = moves_of(current)
             if moves is None:
@@ -1132,7 +1136,11 @@ class Explorer:
             return sid
 
         def done() -> bool:
-            return stop_on is not None and all(name in violations for name in stop_on)
+            if stop_on is None:
+                return False
+            if not stop_on:
+                return bool(violations)  # an empty set: stop at the first violation of anything
+            return all(name in violations for name in stop_on)
 
         for flat in self.initial_states():
             add(self._compact(flat, intern), -1, 0)
@@ -1237,17 +1245,23 @@ class Explorer:
         """The shallowest agreement that can never commit again while it holds money."""
         ids = {block: bid for bid, block in enumerate(blocks)}
 
+        beyond: dict[State, list[tuple[State | None, str | None, Any]]] = {}
+
         def moves_of(block: State) -> list[tuple[State | None, str | None, Any]] | None:
             bid = ids.get(block)
             cached = local[bid] if bid is not None else None
-            if cached is None:
-                # Past the depth bound: its moves were never needed by the search, but whether
-                # anything can still commit from it is a question about this one block.
-                return [
+            if cached is not None:
+                return [(blocks[nb] if nb >= 0 else None, tid, cell) for nb, _, _, tid, cell in cached]
+            # Past the depth bound: the search never needed its moves, but whether anything can
+            # still commit from it is a question about this one agreement (bounded work).
+            if block not in beyond:
+                if len(beyond) >= STUCK_EXTRA_BLOCKS:
+                    return None
+                beyond[block] = [
                     (new, move.name if move.kind == "command" else None, move.cell)
                     for move, new, _, _ in self.local_moves(block)
                 ]
-            return [(blocks[nb] if nb >= 0 else None, tid, cell) for nb, _, _, tid, cell in cached]
+            return beyond[block]
 
         order = sorted(
             (bid for bid in range(len(blocks)) if first_state[bid] >= 0 and local[bid] is not None),
