@@ -48,7 +48,6 @@ import contextlib
 import copy
 import dataclasses
 import multiprocessing
-import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -62,10 +61,10 @@ MAX_MUTANT_STATES = 200_000
 # In-process mutation time (seconds) after which the remaining mutants may go to worker
 # processes (see `_worth_a_pool`).
 PARALLEL_AFTER = 0.5
-# Forked workers start with this process's imports and compiled state (a fraction of a second
-# cheaper each than spawned ones); the executor forks them all before it starts any thread.
-# Elsewhere fork is unsafe with system libraries, so workers are spawned.
-START_METHOD = "fork" if sys.platform == "linux" else "spawn"
+# Workers are never forked from this process: after proofs it runs z3's native threads, and a
+# child forked while one holds a lock can hang. A fork server (a fresh process that has imported
+# this module once) forks them cheaply where the platform has one; elsewhere they are spawned.
+START_METHOD = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 
 
 @dataclass(frozen=True)
@@ -265,6 +264,8 @@ def _parallel(doc: Json, bounds: Bounds, found: list[Mutation], plan: _Plan, job
     """Explore `found[len(plan.outcomes):]` in worker processes; combine in order into `plan`."""
     start = len(plan.outcomes)
     context = multiprocessing.get_context(START_METHOD)
+    if START_METHOD == "forkserver":
+        context.set_forkserver_preload([__name__])
     pool = ProcessPoolExecutor(
         max_workers=min(jobs, len(found) - start),
         mp_context=context,
