@@ -22,6 +22,7 @@ and no helper call per state.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import deque
 
 INF = 1 << 62
@@ -159,6 +160,8 @@ def search(agreements: int, succ: list[list[int]], start: int) -> tuple[int, int
     """(distinct states, transitions) of `agreements` agreements; transitions count duplicates as the explorer does."""
     if agreements == 3 and len(succ) <= 64:
         return _search3(succ, start)
+    if len(succ) <= 64:
+        return _search_packed(agreements, succ, start)
     initial = (start,) * agreements
     seen = {initial}
     queue = deque([initial])
@@ -210,4 +213,45 @@ def _search3(succ: list[list[int]], start: int) -> tuple[int, int]:
                 if s not in seen:
                     add(s)
                     append(s)
+    return len(seen), edges
+
+
+def _search_packed(agreements: int, succ: list[list[int]], start: int) -> tuple[int, int]:
+    """Any number of agreements, each state one int of sorted 6-bit local ids (smallest in the top bits)."""
+    shifts = [6 * (agreements - 1 - i) for i in range(agreements)]
+
+    def pack(ids: list[int]) -> int:
+        value = 0
+        for local in ids:
+            value = value << 6 | local
+        return value
+
+    initial = pack([start] * agreements)
+    seen = {initial}
+    queue = deque([initial])
+    append = queue.append
+    add = seen.add
+    degree = [len(row) for row in succ]
+    edges = 0
+    while queue:
+        state = queue.popleft()
+        ids = [(state >> shift) & 63 for shift in shifts]
+        previous = -1
+        for position, local in enumerate(ids):
+            edges += degree[local]
+            if local == previous:
+                continue  # the same successors as the previous position
+            previous = local
+            rest = ids[:position] + ids[position + 1 :]
+            for new in succ[local]:
+                at = bisect_left(rest, new)
+                value = 0
+                for other in rest[:at]:
+                    value = value << 6 | other
+                value = value << 6 | new
+                for other in rest[at:]:
+                    value = value << 6 | other
+                if value not in seen:
+                    add(value)
+                    append(value)
     return len(seen), edges

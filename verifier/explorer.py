@@ -13,6 +13,7 @@ uncertain outcome, with reconciliation outcomes chosen by the environment.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -1083,6 +1084,10 @@ class Explorer:
             block_violations.append(self._block_violations(block))
             return bid
 
+        # Per block: how many of its moves lead to a successor (not a refusal) with no fault
+        # budget left, and with some left (a fault costs one).
+        counted: dict[int, tuple[int, int]] = {}
+
         def moves_of(bid: int) -> list[tuple[int, int, Any, str | None, Any]]:
             cached = local[bid]
             if cached is None:
@@ -1097,6 +1102,10 @@ class Explorer:
                     for move, new, cost, edge in self.local_moves(blocks[bid])
                 ]
                 local[bid] = cached
+                counted[bid] = (
+                    sum(1 for m in cached if m[0] >= 0 and m[1] == 0),
+                    sum(1 for m in cached if m[0] >= 0),
+                )
             return cached
 
         states: list[tuple[int, ...]] = []
@@ -1154,10 +1163,23 @@ class Explorer:
             state = states[sid]
             faults = state[0]
             ids = state[1:]
+            room = max_faults - faults
             successors: list[tuple[int, ...]] = []
+            repeated = 0  # moves of an agreement block that appears twice: same successors, counted
+            previous = -1
             for position, bid in enumerate(ids):
-                for new_bid, cost, edge, tid, _ in moves_of(bid):
-                    if faults + cost > max_faults:
+                moves = local[bid]
+                if moves is None:
+                    moves = moves_of(bid)
+                if bid == previous:
+                    # Interchangeable agreements in the same block: the successors of this
+                    # position are those of the previous one, which are already generated.
+                    repeated += counted[bid][0 if room <= 0 else 1]
+                    continue
+                previous = bid
+                rest = ids[:position] + ids[position + 1 :]
+                for new_bid, cost, edge, tid, _ in moves:
+                    if cost > room:
                         continue
                     if new_bid < 0:
                         if "funds_available" in wanted:
@@ -1174,10 +1196,8 @@ class Explorer:
                         continue
                     if tid is not None:
                         fired.add(tid)
-                    new_ids = list(ids)
-                    new_ids[position] = new_bid
-                    new_ids.sort()
-                    succ = (faults + cost, *new_ids)
+                    at = bisect_left(rest, new_bid)
+                    succ = (faults + cost, *rest[:at], new_bid, *rest[at:])
                     if edge is not None and edge not in violations:
                         target = index.get(succ)
                         if target is None:
@@ -1185,7 +1205,7 @@ class Explorer:
                         violations[edge] = Violation(edge, target, "a posting after a final state", edge=True)
                         wanted.discard(edge)
                     successors.append(succ)
-            edges += len(successors)
+            edges += len(successors) + repeated
             for succ in successors:
                 if succ in index:
                     continue
