@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from pactwright.compiler.bundle import compile_candidate
 from pactwright.compiler.pipeline import check_bytes
 from pactwright.diagnostics import Severity
@@ -88,10 +86,6 @@ def test_funds_stuck_once_the_only_window_has_closed() -> None:
     assert commands[0] == "fund" and commands[1].startswith("time passes +2d") and len(commands) == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known: the stuck path waits to the last time cell (2d1s), not the first instant nothing is enabled (2d)",
-)
 def test_the_stuck_counterexample_waits_no_longer_than_needed() -> None:
     # Hand reasoning: `early` needs `now < paid_at + 2d`, so at age exactly 2d it is
     # already disabled for good: the earliest instant at which the agreement is stuck

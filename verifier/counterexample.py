@@ -186,11 +186,19 @@ def concretize(explorer: Explorer, start: State, moves: list[Move], invariant: s
                 for stamp in explorer.stamp_sets[t]:
                     set_at[(move.agreement, stamp)] = index
     if invariant == "funds_not_stuck" and moves and moves[-1].kind == "clock":
-        # Stuck "from some time on": the path ends after every deadline its agreement compares with.
-        for (agreement, stamp), index in set_at.items():
-            deadline = explorer.model.clock_maxima[stamp]
-            if agreement == moves[-1].agreement and 0 < deadline < INF:
-                constraints.append((index, len(moves), -deadline))
+        # Stuck "from some time on": the path ends at the first instant from which no command
+        # of the agreement can commit any more (at the latest, past every deadline it compares with).
+        earliest = _earliest(len(moves) + 1, constraints)
+        agreement = moves[-1].agreement
+        block = explorer.split(states[-1])[1][agreement]
+        end = None if earliest is None else _stuck_from(explorer, block, agreement, earliest, set_at)
+        if end is not None:
+            constraints.append((0, len(moves), -end))
+        else:
+            for (owner, stamp), index in set_at.items():
+                deadline = explorer.model.clock_maxima[stamp]
+                if owner == agreement and 0 < deadline < INF:
+                    constraints.append((index, len(moves), -deadline))
     times: list[int] | None = None
     if last is not None and check is not None:
         block = explorer.split(states[-1])[1][last]
@@ -216,6 +224,69 @@ def concretize(explorer: Explorer, start: State, moves: list[Move], invariant: s
         if delta > 0:
             out.append(Move("clock", -1, "clock", f"+{format_duration(delta)}", delta=delta))
     return out
+
+
+def _stuck_from(
+    explorer: Explorer, block: State, agreement: int, times: list[int], set_at: dict[tuple[int, int], int]
+) -> int | None:
+    """The earliest time (from the start) at which, and after which, no command of this
+    agreement can commit, or None when the check cannot tell (then the caller waits out
+    every deadline instead).
+
+    Guards change truth only where an age crosses one of its points, so the candidates are
+    the last event's time and each stamp's time plus each point; a time qualifies when no
+    command commits there nor at any later candidate.
+    """
+    stamped = {stamp: times[index] for (owner, stamp), index in set_at.items() if owner == agreement}
+    start = times[-2] if len(times) >= 2 else 0
+    candidates = {start}
+    for dims in explorer.guard_dims:
+        for dim in dims:
+            if dim.kind == "age" and dim.stamp in stamped:
+                candidates.update(stamped[dim.stamp] + p for p in dim.points if stamped[dim.stamp] + p >= start)
+    ordered = sorted(candidates)
+    commits = [_commits_at(explorer, block, stamped, moment) for moment in ordered]
+    if any(c is None for c in commits) or commits[-1]:
+        return None
+    answer = ordered[-1]
+    for moment, can in zip(reversed(ordered), reversed(commits), strict=True):
+        if can:
+            break
+        answer = moment
+    return answer
+
+
+def _commits_at(explorer: Explorer, block: State, stamped: dict[int, int], moment: int) -> bool | None:
+    """Whether some command of the agreement (approvals taken as grantable) commits at `moment`."""
+    zone = explorer.zone(block)
+    for t, sources in enumerate(explorer.sources):
+        if block[0] not in sources:
+            continue
+        dims = explorer.guard_dims[t]
+        key = []
+        for dim in dims:
+            if dim.kind == "age":
+                if dim.stamp not in stamped:
+                    key.append(-1)
+                    continue
+                value = moment - stamped[dim.stamp]
+            else:
+                if dim.stamp not in stamped or dim.other not in stamped:
+                    key.append(-1)
+                    continue
+                value = stamped[dim.stamp] - stamped[dim.other]
+            position = next((i for i, (low, high) in enumerate(dim.intervals()) if low <= value <= high), None)
+            if position is None:
+                return None
+            key.append(position)
+        cell = explorer.zones.restrict(zone, dims, key) if zone and dims else zone
+        if cell is None:
+            continue
+        view = explorer.view(block, cell)
+        slot = explorer.approval_slot.get(t)
+        if any(new is not None for _, new, _, _ in explorer._guarded(block, view, t, slot, tuple(key), cell)):
+            return True
+    return False
 
 
 def _earliest(count: int, constraints: list[tuple[int, int, int]]) -> list[int] | None:

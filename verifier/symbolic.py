@@ -490,26 +490,30 @@ class Space:
     def witness(self, pc: int, formula: Formula = True) -> dict[str, int] | None:
         """Param values (minor units; percents in millionths) where `pc and formula` holds.
 
-        Each param is pulled to its lower bound where that still satisfies
-        the condition, in declaration order, so a reviewer sees the plainest
-        values (`price = 1.00`) rather than whatever the solver found first.
+        The smallest such values, param by param in the model's order (each one searched by
+        bisection with the ones before it fixed), so the witness is the plainest one
+        (`price = 1.00` where that violates) and the same on every run, whatever the
+        solver's internal choices: a report must not depend on them.
         """
         sat, values = self.satisfiable(pc, formula)
         if sat is not True or values is None:
             return None
         fixed: list[Formula] = [*self.pcs[pc], formula]
         for index, sym in self.params():
-            if values[sym.name] == sym.low:
-                fixed.append(self._atom("==", make({index: 1}, -sym.low), strict=False))
-                continue
-            attempt = [*fixed, self._atom("==", make({index: 1}, -sym.low), strict=False)]
-            found, better = self._solve(attempt)
-            if found is True and better is not None:
-                values = better
-                fixed = attempt
-            else:
-                fixed.append(self._atom("==", make({index: 1}, -values[sym.name]), strict=False))
-        return values
+            low, high = sym.low, values[sym.name]
+            while low < high:
+                middle = (low + high) // 2
+                found, better = self._solve([*fixed, self._atom(">=", make({index: -1}, middle), strict=False)])
+                if found is True and better is not None:
+                    high = better[sym.name]
+                    values = better
+                elif found is False:
+                    low = middle + 1
+                else:
+                    break  # unknown: keep the smallest value shown so far
+            fixed.append(self._atom("==", make({index: 1}, -values[sym.name]), strict=False))
+        final, settled = self._solve(fixed)
+        return settled if final is True and settled is not None else values
 
 
 class SymbolicLimit(VerifyError):
