@@ -25,6 +25,7 @@ from typing import Any
 from pactwright.canonical import hash_bytes, is_hash, load_json
 from pactwright.errors import ActivationError, PactwrightError, UsageError
 from pactwright.manifest import MANIFEST_FORMAT, MANIFEST_PATH
+from pactwright.report_rules import report_is_complete
 from pactwright.signing import APPROVAL_PATH, SIGNATURES_PATH
 
 CANDIDATE_PATH = "candidate.json"
@@ -293,7 +294,18 @@ def _check_complete(report: dict[str, Any], path: str) -> None:
     it stands, and a signer must not vouch for a bounded result by accident.
     """
     complete, allowed = report.get("complete"), report.get("allow_incomplete")
-    if complete is True or allowed is True:
+    computed = report_is_complete(report)
+    if complete is not computed:
+        raise _report_error(
+            "PW419",
+            f"`{path}` says `complete: {_flag(complete)}`, but its own exploration and verdicts make it "
+            f"{'complete' if computed else 'incomplete'}; a report's completeness is recomputed, not trusted",
+            field="complete",
+            expected=str(computed).lower(),
+            found=_flag(complete),
+            hint="rebuild the bundle; an edited report is not signed",
+        )
+    if computed or allowed is True:
         return
     raise _report_error(
         "PW419",

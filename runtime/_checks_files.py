@@ -21,6 +21,7 @@ from pactwright.bundle_check import CANDIDATE_PATH, CONTROL_FILES, REPORT_RENDER
 from pactwright.canonical import hash_bytes, is_hash, load_json
 from pactwright.errors import ActivationError, PactwrightError
 from pactwright.manifest import COMPILER_NAME, MANIFEST_FORMAT, MANIFEST_PATH
+from pactwright.report_rules import report_is_complete
 from pactwright.runtime._refusal import Refusal, show
 from pactwright.runtime._semver import parse_version
 
@@ -329,4 +330,13 @@ def check_report(files: Mapping[str, bytes], manifest: Manifest, documents: Mapp
                 field="report/verdict" if where == MANIFEST_PATH else "verdict",
                 hint=f"read `{ref.path}` (or report.html) for the counterexamples; fix the policy and rebuild",
             )
+    if not report_is_complete(report) and report.get("allow_incomplete") is not True:
+        raise Refusal(
+            "PW462",
+            f"`{ref.path}` is incomplete (a bound stopped the search, recomputed from its exploration and "
+            "verdicts) and does not record `--allow-incomplete`",
+            file=ref.path,
+            field="complete",
+            hint="rebuild with a larger bound, or with `--allow-incomplete` to accept a bounded result, and sign again",
+        )
     return str(report["verdict"])

@@ -392,6 +392,19 @@ def report_failing(_: Path) -> Setup:
     return Setup(sign(remanifest(files, lambda m: m.update(report=fail))))
 
 
+def report_incomplete(_: Path) -> Setup:
+    """A pass whose own exploration says a bound stopped it, flag edited to `complete`, signed anyway."""
+    files = built()
+    report = _json(files, "report.json")
+    report["exploration"]["exhausted"] = False
+    report["exploration"]["bound_hit"] = "max_depth"
+    report["complete"] = True  # the edited flag: activation recomputes completeness instead
+    report["allow_incomplete"] = False
+    files["report.json"] = canonical_bytes(report)
+    ref = {"path": "report.json", "hash": hash_bytes(files["report.json"]), "verdict": "pass"}
+    return Setup(sign(remanifest(files, lambda m: m.update(report=ref))))
+
+
 def report_malformed(_: Path) -> Setup:
     files = built()
     report = _json(files, "report.json")
@@ -492,6 +505,7 @@ CASES: list[tuple[Callable[[Path], Setup], str]] = [
     (report_bound_to_other_candidate, "PW457"),
     (report_bound_to_other_artifacts, "PW458"),
     (report_failing, "PW459"),
+    (report_incomplete, "PW462"),
     (rollback, "PW460"),
     (same_version_other_bytes, "PW461"),
 ]

@@ -393,6 +393,19 @@ ROWS = [
         "found percent",
     ),
     (
+        "compensation_declares_a_ceiling",
+        wrap(
+            *EFFECTS,
+            "effect u { risk R1 reversibility reversible ceiling 1.00 }",
+            "effect f { risk R1 reversibility reversible strategy compensate with u }",
+            *tr("by a", "call f"),
+        ),
+        "PW161",
+        11,
+        45,
+        "would not be used",
+    ),
+    (
         "call_amount_reads_a_balance",
         wrap(*EFFECTS, "effect f { risk R1 reversibility irreversible }", *tr("by a", "call f amount balance(y)")),
         "PW160",

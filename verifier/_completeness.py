@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from pactwright import report_rules
 from pactwright.verifier.model import Json, Model
 
 if TYPE_CHECKING:
@@ -26,10 +27,9 @@ _FLAG = {"max_depth": "--max-depth", "max_states": "--max-states"}
 
 
 def is_complete(exhausted: bool, unknown_queries: int, invariants: Sequence[Json]) -> bool:
-    """Exhausted with every solver query decided, or every invariant not violated proved."""
-    if exhausted and unknown_queries == 0:
-        return True
-    return all(i["verdict"] == "proved" for i in invariants if i["verdict"] != "violated")
+    """Exhausted with every solver query decided, or every invariant not violated proved
+    (the kernel's one rule, which `sign` and activation recompute from the report)."""
+    return report_rules.is_complete(exhausted, unknown_queries, invariants)
 
 
 def verdict_of(invariants: Sequence[Json], complete: bool, allow_incomplete: bool) -> str:
@@ -46,6 +46,7 @@ def bound_warnings(
     unknown_queries: int,
     complete: bool,
     allow_incomplete: bool,
+    failed: bool = False,
 ) -> list[str]:
     """The warnings of an unfinished search: the bound and its flag, the cycles behind it, unknown queries."""
     out: list[str] = []
@@ -69,7 +70,9 @@ def bound_warnings(
             f"{unknown_queries:,} solver quer{'y' if unknown_queries == 1 else 'ies'} during exploration "
             "gave no answer (unknown); the search cannot claim the states behind them"
         )
-    if not complete:
+    if not complete and not failed:
+        # A violation decides the verdict (`fail`) whatever the bound: only a run that found
+        # nothing is told it is incomplete.
         if allow_incomplete:
             out.append(
                 f"the run is incomplete; the verdict is `pass` because a bounded result was accepted ({ALLOWED_NOTE})"

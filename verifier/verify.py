@@ -191,7 +191,7 @@ def verify_files(files: Mapping[str, bytes], options: VerifyOptions) -> Json:
     complete = _completeness.is_complete(result.exhausted, unknown_queries, invariants)
     verdict = _completeness.verdict_of(invariants, complete, options.allow_incomplete)
     warnings = list(result.warnings) + _completeness.bound_warnings(
-        model, result, options.bounds, unknown_queries, complete, options.allow_incomplete
+        model, result, options.bounds, unknown_queries, complete, options.allow_incomplete, verdict == "fail"
     )
     return {
         "format": REPORT_FORMAT,

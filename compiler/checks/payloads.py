@@ -216,3 +216,36 @@ def amounts_are_money_over_params(ctx: CheckContext) -> Iterator[Diagnostic]:
                 source.span,
                 "write a money expression over params, e.g. `amount price` or `amount price * fee`",
             )
+
+
+def _compensations(ctx: CheckContext) -> set[str]:
+    """Effects named in some `compensate with E`."""
+    found: set[str] = set()
+    for effect in ctx.sym.effects.values():
+        field = _field(effect, "compensate")
+        if field is not None and field.args and isinstance(field.args[0], ast.Ident):
+            found.add(field.args[0].name)
+    return found
+
+
+@check("PW161")
+def compensations_carry_what_they_undo(ctx: CheckContext) -> Iterator[Diagnostic]:
+    """A compensation moves back what the call it undoes carried, so its own amount or
+    ceiling would be a promise nothing keeps: the runtime and the verifier use the
+    undone call's amount, and a compensation is never refused for being too large."""
+    for name in sorted(_compensations(ctx)):
+        effect = ctx.sym.effects.get(name)
+        if effect is None:
+            continue
+        for key in ("amount", "ceiling"):
+            found = _field(effect, key)
+            if found is None:
+                continue
+            yield ctx.error(
+                "PW161",
+                f"effect `{name}` compensates other effects, so it carries the amount of the call it undoes; "
+                f"its own `{key}` would not be used",
+                found.span,
+                f"remove `{key}` from `{name}`; to limit what can be undone, "
+                "put the ceiling on the effect it compensates",
+            )
