@@ -3,7 +3,10 @@
 The diff compares meaning, not text: transitions, guards, postings, effects,
 invariants, params, states, accounts, roles and rules, each keyed by name,
 reported as added, removed or changed with the clause labels involved.
-Reformatting a policy yields an empty diff.
+A transition renamed in the same edit is paired with its old version (by
+clause label, else by sources, target and roles) and reported as changed,
+so that a rename cannot hide what else changed in it. Reformatting a policy
+yields an empty diff.
 
 On top of the changes, the diff lists the safety downgrades a reviewer must
 not miss among them (a strategy weakened, an approval or a guard dropped, a
@@ -15,6 +18,7 @@ list is derived from the same two candidates, so CI can gate on it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
@@ -139,16 +143,13 @@ def semantic_diff(old: Json, new: Json) -> Json:
                 }
             )
     for section in _SECTIONS:
-        before = {_key(section, item): item for item in old.get(section, [])}
-        after = {_key(section, item): item for item in new.get(section, [])}
-        for name in sorted(before.keys() | after.keys()):
-            a, b = before.get(name), after.get(name)
+        for a, b, matched_by in _pairs(section, old, new):
             if a == b:
                 continue
-            clause = (b or a or {}).get("clause")
+            present = b if b is not None else a
+            assert present is not None
+            name, clause = _key(section, present), present.get("clause")
             if a is None or b is None:
-                present = b if a is None else a
-                assert present is not None
                 changes.append(
                     {
                         "section": section,
@@ -160,22 +161,87 @@ def semantic_diff(old: Json, new: Json) -> Json:
                     }
                 )
                 continue
+            renamed = matched_by is not None
             fields = [
                 {
                     "field": f,
                     "old": _describe(section, f, a.get(f), old_scale, a),
                     "new": _describe(section, f, b.get(f), new_scale, b),
                 }
-                for f in sorted(a.keys() | b.keys())
-                if f != "name" and a.get(f) != b.get(f)
+                for f in sorted(a.keys() | b.keys(), key=lambda f: (f != "name", f))
+                if (f != "name" or renamed) and a.get(f) != b.get(f)
             ]
-            changes.append({"section": section, "name": name, "change": "changed", "clause": clause, "fields": fields})
+            change: Json = {"section": section, "name": name, "change": "changed", "clause": clause, "fields": fields}
+            if renamed:
+                change["renamed_from"], change["matched_by"] = _key(section, a), matched_by
+            changes.append(change)
     return {
         "old": {"pact": old.get("pact"), "candidate_hash": None},
         "new": {"pact": new.get("pact"), "candidate_hash": None},
         "changes": changes,
         "downgrades": safety_downgrades(old, new),
     }
+
+
+def _pairs(section: str, old: Json, new: Json) -> list[tuple[Json | None, Json | None, str | None]]:
+    """The items of `section` on each side, paired as one item (`None` where a side has none).
+
+    Items pair by name. A transition renamed in the same edit pairs too, so
+    that a rename cannot hide what else changed in it: among the transitions
+    left unpaired on both sides, those with the same clause label pair
+    (`matched_by` is `clause`), then those with identical sources, target
+    and roles (`shape`) unless both carry a clause label (two different
+    labels name two clauses), each only where exactly one transition on each
+    side fits. The pairs are in the order of their name (the new one for a
+    rename), which is the diff's order.
+    """
+    before, after = _by_key(old, section), _by_key(new, section)
+    pairs: list[tuple[Json | None, Json | None, str | None]] = [
+        (before[name], after[name], None) for name in before.keys() & after.keys()
+    ]
+    gone = [before[name] for name in sorted(before.keys() - after.keys())]
+    came = [after[name] for name in sorted(after.keys() - before.keys())]
+    if section == "transitions":
+        for matched_by, signature in (("clause", _clause_of), ("shape", _shape_of)):
+            for a, b in _unique_matches(gone, came, signature):
+                if matched_by == "shape" and _clause_of(a) is not None and _clause_of(b) is not None:
+                    continue  # two different labels: the author says these are two clauses
+                pairs.append((a, b, matched_by))
+                gone.remove(a)
+                came.remove(b)
+    pairs.extend((a, None, None) for a in gone)
+    pairs.extend((None, b, None) for b in came)
+    return sorted(pairs, key=lambda pair: _key(section, pair[1] if pair[1] is not None else pair[0] or {}))
+
+
+def _clause_of(transition: Json) -> str | None:
+    clause = transition.get("clause")
+    return clause if isinstance(clause, str) and clause else None
+
+
+def _shape_of(transition: Json) -> tuple[tuple[str, ...], str, tuple[str, ...]]:
+    """Where a transition goes from and to, and who may fire it: what a rename leaves alone."""
+    sources, roles = _as_list(transition.get("sources")), _as_list(transition.get("roles"))
+    return (tuple(sorted(str(s) for s in sources)), str(transition.get("target")), tuple(sorted(str(r) for r in roles)))
+
+
+def _unique_matches(gone: list[Json], came: list[Json], signature: Callable[[Json], Any]) -> list[tuple[Json, Json]]:
+    """Pairs (removed, added) whose signature is shared by exactly one item on each side."""
+
+    def groups(items: list[Json]) -> dict[Any, list[Json]]:
+        grouped: dict[Any, list[Json]] = {}
+        for item in items:
+            key = signature(item)
+            if key is not None:
+                grouped.setdefault(key, []).append(item)
+        return grouped
+
+    old_groups, new_groups = groups(gone), groups(came)
+    return [
+        (old_groups[key][0], new_groups[key][0])
+        for key in old_groups
+        if key in new_groups and len(old_groups[key]) == 1 and len(new_groups[key]) == 1
+    ]
 
 
 def _scale(candidate: Json) -> int:
@@ -203,6 +269,10 @@ def _summary(section: str, item: Json, scale: int) -> str:
     return ", ".join(f"{k}={_describe(section, k, v, scale, item)}" for k, v in sorted(item.items()) if k != "name")
 
 
+# How a renamed transition was paired with its old version, as the text output says it.
+_PAIRED_BY = {"clause": "clause label", "shape": "sources, target and roles"}
+
+
 def render_diff_text(diff: Json) -> str:
     """The diff as lines a reviewer reads top to bottom."""
     if not diff["changes"]:
@@ -212,7 +282,9 @@ def render_diff_text(diff: Json) -> str:
     for change in diff["changes"]:
         clause = f" [clause {change['clause']}]" if change.get("clause") else ""
         singular = change["section"].rstrip("s") if change["section"] != "policy" else "policy"
-        lines.append(f"{marks[change['change']]} {singular} {change['name']}{clause}: {change['change']}")
+        paired = _PAIRED_BY.get(str(change.get("matched_by")))
+        how = f" (renamed, paired by {paired})" if paired else ""
+        lines.append(f"{marks[change['change']]} {singular} {change['name']}{clause}: {change['change']}{how}")
         if change.get("summary"):
             lines.append(f"    {change['summary']}")
         for field in change["fields"]:
@@ -244,6 +316,12 @@ class _Findings:
 
     def __init__(self, old: Json, new: Json) -> None:
         self.old_scale, self.new_scale = _scale(old), _scale(new)
+        # Ceilings compare only within one currency.
+        self.same_currency = _currency_code(old) == _currency_code(new)
+        # The effects of each side, for a call site that now calls another effect.
+        self.old_effects, self.new_effects = _by_key(old, "effects"), _by_key(new, "effects")
+        # (old effect, new effect) pairs already compared at a call site: each is read once.
+        self.effect_pairs: set[tuple[str, str]] = set()
         self.items: list[Json] = []
 
     def add(self, level: str, kind: str, where: str, item: Json, before: str, after: str) -> None:
@@ -273,22 +351,25 @@ def safety_downgrades(old: Json, new: Json) -> list[Json]:
     weaker, `review` when it may be), `where` (`effect refund_payment`,
     `transition issue`, `budget`...), the `clause` if the item has one, and
     the `before` and `after` values as a reviewer reads them. Only items on
-    both sides are compared, except invariants (one dropped is a downgrade)
-    and rules (a class with no rule is denied). Strengthening a protection
-    is never listed. The order is fixed: budget, then sections and names as
-    in the diff.
+    both sides are compared (a renamed transition with its old version, see
+    `_pairs`), except invariants (one dropped is a downgrade) and rules (a
+    class with no rule is denied). A call site that now calls another effect
+    compares the two effects, so renaming an effect cannot hide a weaker
+    one. Strengthening a protection is never listed. The order is fixed:
+    budget, then sections and names as in the diff.
     """
     found = _Findings(old, new)
-    same_currency = _currency_code(old) == _currency_code(new)
     old_budget, new_budget = _as_dict(old.get("budget")), _as_dict(new.get("budget"))
-    _limits(found, "budget", "budget", old_budget, new_budget, _BUDGET_LIMITS, same_currency)
+    _limits(found, "budget", "budget", old_budget, new_budget, _BUDGET_LIMITS)
     for section in _SECTIONS:
-        before, after = _by_key(old, section), _by_key(new, section)
-        for name in sorted(before.keys() | after.keys()):
-            a, b = before.get(name), after.get(name)
-            where = f"{section.rstrip('s')} {name}"
+        for a, b, matched_by in _pairs(section, old, new):
             if a == b:
                 continue
+            present = b if b is not None else a
+            assert present is not None
+            where = f"{section.rstrip('s')} {_key(section, present)}"
+            if matched_by is not None and a is not None:
+                where += f" (was {_key(section, a)})"
             if section == "invariants":
                 _invariant(found, where, a, b)
             elif section == "rules":
@@ -299,7 +380,7 @@ def safety_downgrades(old: Json, new: Json) -> list[Json]:
                 _transition(found, where, a, b)
             elif section == "effects":
                 _effect(found, where, a, b)
-                _limits(found, "effects", where, a, b, _EFFECT_LIMITS, same_currency)
+                _limits(found, "effects", where, a, b, _EFFECT_LIMITS)
             elif section == "roles" and not a.get("trusted") and b.get("trusted"):
                 found.add("downgrade", "role made trusted", where, b, "untrusted", "trusted")
     return found.items
@@ -348,25 +429,87 @@ def _transition(found: _Findings, where: str, a: Json, b: Json) -> None:
     approval_a, approval_b = _as_dict(a.get("approval")), _as_dict(b.get("approval"))
     if approval_a and not approval_b:
         found.field("downgrade", "approval dropped", where, section, "approval", a, b)
-    elif approval_a and approval_a.get("role") != approval_b.get("role"):
-        found.field("review", "approval changed", where, section, "approval", a, b)
-    elif approval_a.get("not_requester") and not approval_b.get("not_requester"):
-        found.field("downgrade", "not requester dropped", where, section, "approval", a, b)
-    # A call site may carry its own amount (`call E amount EXPR`): a change there is read too.
-    amounts = dict(_call_parts(call) for call in _as_list(a.get("calls")))
-    for call in _as_list(b.get("calls")):
-        effect, amount = _call_parts(call)
-        if effect in amounts and amounts[effect] != amount:
-            before = _describe(section, "amount", amounts[effect], found.old_scale)
-            after = _describe(section, "amount", amount, found.new_scale)
-            found.add("review", "amount changed", f"{where} call {effect}", b, before, after)
+    elif approval_a:
+        # Two separate protections: who approves, and that it is someone other than the requester.
+        if approval_a.get("role") != approval_b.get("role"):
+            found.field("review", "approval changed", where, section, "approval", a, b)
+        if approval_a.get("not_requester") and not approval_b.get("not_requester"):
+            found.field("downgrade", "not requester dropped", where, section, "approval", a, b)
+    _calls(found, where, a, b)
+
+
+def _calls(found: _Findings, where: str, a: Json, b: Json) -> None:
+    """Each call site of the transition against the one it was.
+
+    A call site may carry its own amount (`call E amount EXPR`): a change
+    there is read. A call site that now calls another effect (one renamed,
+    or swapped for another) is read as if the effect had changed: its
+    strategy, reversibility, ceiling, max_calls, risk and key (once per pair
+    of effects), and the amount the call carries (its own, else the one its
+    effect declares).
+    """
+    old_calls = [_call_parts(call) for call in _as_list(a.get("calls"))]
+    new_calls = [_call_parts(call) for call in _as_list(b.get("calls"))]
+    for i, j in _align_calls([name for name, _ in old_calls], [name for name, _ in new_calls]):
+        (old_effect, old_amount), (new_effect, new_amount) = old_calls[i], new_calls[j]
+        site = f"{where} call {new_effect}"
+        if old_effect != new_effect:
+            site += f" (was {old_effect})"
+        elif sum(1 for name, _ in new_calls if name == new_effect) > 1:
+            site += f" #{sum(1 for name, _ in new_calls[: j + 1] if name == new_effect)}"
+        # Set only where the call site now calls another effect that both sides declare.
+        swapped = old_effect != new_effect
+        effect_a = found.old_effects.get(old_effect) if swapped else None
+        effect_b = found.new_effects.get(new_effect) if swapped else None
+        if effect_a is not None and effect_b is not None:
+            # What the call carries is its own amount, else the one its effect declares.
+            old_amount = effect_a.get("amount") if old_amount is None else old_amount
+            new_amount = effect_b.get("amount") if new_amount is None else new_amount
+        if old_amount != new_amount:
+            before = _describe("transitions", "amount", old_amount, found.old_scale)
+            after = _describe("transitions", "amount", new_amount, found.new_scale)
+            found.add("review", "amount changed", site, b, before, after)
+        if effect_a is None or effect_b is None or (old_effect, new_effect) in found.effect_pairs:
+            continue
+        found.effect_pairs.add((old_effect, new_effect))
+        start = len(found.items)
+        _effect(found, site, effect_a, effect_b, amounts=False)
+        _limits(found, "effects", site, effect_a, effect_b, _EFFECT_LIMITS)
+        for item in found.items[start:]:
+            item["clause"] = b.get("clause")
+
+
+def _align_calls(old: list[str], new: list[str]) -> list[tuple[int, int]]:
+    """Index pairs (old, new) of the call sites that are one call site in two versions.
+
+    The k-th call of an effect pairs with the k-th call of the same effect
+    (so two calls of one effect are never compared crosswise, and a call
+    added in front does not shift the others); the calls left over on both
+    sides then pair in order: the effect called there was changed. The
+    pairs come in the order of the new calls.
+    """
+    pairs: list[tuple[int, int]] = []
+    taken_old: set[int] = set()
+    taken_new: set[int] = set()
+    for j, name in enumerate(new):
+        occurrence = new[:j].count(name)
+        positions = [i for i, other in enumerate(old) if other == name]
+        if occurrence < len(positions):
+            pairs.append((positions[occurrence], j))
+            taken_old.add(positions[occurrence])
+            taken_new.add(j)
+    left_old = [i for i in range(len(old)) if i not in taken_old]
+    left_new = [j for j in range(len(new)) if j not in taken_new]
+    pairs.extend(zip(left_old, left_new, strict=False))
+    return sorted(pairs, key=lambda pair: pair[1])
 
 
 def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _effect(found: _Findings, where: str, a: Json, b: Json) -> None:
+def _effect(found: _Findings, where: str, a: Json, b: Json, *, amounts: bool = True) -> None:
+    """The protections of effect `a` against those of `b` (`amounts`: also the declared amount)."""
     section = "effects"
     strategy_a, strategy_b = _as_dict(a.get("strategy")), _as_dict(b.get("strategy"))
     rank_a = _STRATEGY_RANK.get(str(strategy_a.get("kind", "once")))
@@ -388,7 +531,7 @@ def _effect(found: _Findings, where: str, a: Json, b: Json) -> None:
     if any(field not in key_b for field in _as_list(a.get("key"))):
         found.field("downgrade", "key reduced", where, section, "key", a, b)
     # The amount an effect declares is what its ceiling and total(E) measure.
-    if a.get("amount") != b.get("amount"):
+    if amounts and a.get("amount") != b.get("amount"):
         found.field("review", "amount changed", where, section, "amount", a, b)
 
 
@@ -397,9 +540,7 @@ def _risk_level(risk: Any) -> int | None:
     return int(text[1:]) if len(text) > 1 and text[0] == "R" and text[1:].isdigit() else None
 
 
-def _limits(
-    found: _Findings, section: str, where: str, a: Json, b: Json, fields: tuple[str, ...], same_currency: bool
-) -> None:
+def _limits(found: _Findings, section: str, where: str, a: Json, b: Json, fields: tuple[str, ...]) -> None:
     """Each limit of `fields` raised or removed (absent means no limit)."""
     for field in fields:
         limit_a, limit_b = a.get(field), b.get(field)
@@ -411,7 +552,7 @@ def _limits(
         money = field == "ceiling"
         old_value = _magnitude(limit_a, found.old_scale if money else 0)
         new_value = _magnitude(limit_b, found.new_scale if money else 0)
-        if old_value is None or new_value is None or (money and not same_currency):
+        if old_value is None or new_value is None or (money and not found.same_currency):
             # Not comparable (another currency, or a value this version cannot read): read it.
             found.field("review", f"{field} changed", where, section, field, a, b)
         elif new_value > old_value:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -159,7 +160,6 @@ effect notify {
   risk R1
   reversibility irreversible
   strategy once
-  amount amount
 }
 
 state open initial
@@ -177,7 +177,7 @@ clause "1" transition pay_out: open -> paid {
 clause "2" transition close: open -> closed {
   by agent
   approval by auditor
-  call notify
+  call notify amount amount
 }
 
 clause "3" invariant paid_once: applied(pay_out) <= 1
@@ -573,3 +573,176 @@ def test_cli_flags_downgrades_in_json_and_fails_only_when_asked(
     guard.write_text(_edit("when amount <= 50.00", "when amount < 50.00"))
     assert cli_main(["diff", str(old), str(guard), "--fail-on-downgrade", "--format", "json"]) == 1
     assert [d["level"] for d in json.loads(capsys.readouterr().out)["downgrades"]] == ["review"]
+
+
+# Renames: a transition or an effect renamed in the same edit hides nothing -------------
+
+
+def _renamed(source: str, old_name: str, new_name: str) -> str:
+    """`source` with the transition `old_name` called `new_name` everywhere (its invariant too)."""
+    return re.sub(rf"\b{old_name}\b", new_name, source)
+
+
+def _unlabelled(source: str) -> str:
+    return re.sub(r'clause "[^"]*" transition', "transition", source)
+
+
+def test_a_transition_renamed_under_its_clause_label_is_compared_with_its_old_version() -> None:
+    new = _renamed(SMALL, "pay_out", "pay_refund").replace("  when amount <= 50.00\n", "")
+    diff = _diff(SMALL, new)
+    transition = next(c for c in diff["changes"] if c["section"] == "transitions")
+    assert (transition["name"], transition["change"], transition["clause"]) == ("pay_refund", "changed", "1")
+    assert (transition["renamed_from"], transition["matched_by"]) == ("pay_out", "clause")
+    assert [f["field"] for f in transition["fields"]] == ["name", "guard"]
+    assert transition["fields"][0] == {"field": "name", "old": "pay_out", "new": "pay_refund"}
+    assert [c["change"] for c in diff["changes"]].count("changed") == 2  # and the invariant naming it
+    assert not any(c["change"] in ("added", "removed") for c in diff["changes"])
+    assert diff["downgrades"] == [
+        {
+            "kind": "guard dropped",
+            "level": "downgrade",
+            "where": "transition pay_refund (was pay_out)",
+            "clause": "1",
+            "before": "amount <= 50.00",
+            "after": "none",
+        },
+        {
+            "kind": "invariant changed",
+            "level": "review",
+            "where": "invariant paid_once",
+            "clause": "3",
+            "before": "applied(pay_out) <= 1",
+            "after": "applied(pay_refund) <= 1",
+        },
+    ]
+    text = render_diff_text(diff).splitlines()
+    assert "~ transition pay_refund [clause 1]: changed (renamed, paired by clause label)" in text
+    assert text[1:3] == ["    name: pay_out", "          -> pay_refund"]
+
+
+def test_an_unlabelled_transition_renamed_pairs_by_sources_target_and_roles() -> None:
+    old = _unlabelled(SMALL)
+    new = _renamed(old, "close", "shut").replace("  approval by auditor\n", "")
+    diff = _diff(old, new)
+    [transition] = diff["changes"]
+    assert (transition["name"], transition["renamed_from"], transition["matched_by"]) == ("shut", "close", "shape")
+    assert [(d["kind"], d["where"]) for d in diff["downgrades"]] == [
+        ("approval dropped", "transition shut (was close)")
+    ]
+    assert "~ transition shut: changed (renamed, paired by sources, target and roles)" in render_diff_text(diff)
+
+
+def test_a_label_dropped_with_the_rename_still_pairs_by_sources_target_and_roles() -> None:
+    new = _renamed(SMALL, "close", "shut").replace('clause "2" transition', "transition")
+    new = new.replace("  approval by auditor\n", "")
+    diff = _diff(SMALL, new)
+    [transition] = diff["changes"]
+    assert (transition["renamed_from"], transition["matched_by"], transition["clause"]) == ("close", "shape", None)
+    assert {"field": "clause", "old": "2", "new": "none"} in transition["fields"]
+    assert [d["kind"] for d in diff["downgrades"]] == ["approval dropped"]
+
+
+def test_a_pure_rename_is_one_change_and_no_downgrade() -> None:
+    diff = _diff(SMALL, _renamed(SMALL, "close", "shut"))
+    assert [(c["name"], c["change"], c["fields"]) for c in diff["changes"]] == [
+        ("shut", "changed", [{"field": "name", "old": "close", "new": "shut"}])
+    ]
+    assert diff["downgrades"] == []
+    assert "0 added, 0 removed, 1 changed" in render_diff_text(diff)
+
+
+@pytest.mark.parametrize(
+    "relabel",
+    [
+        # Two different clause labels name two clauses: the author says they are different transitions.
+        lambda source: _renamed(source, "close", "shut").replace('clause "2" transition', 'clause "2a" transition'),
+        # Roles widened too: nothing is left to pair them by.
+        lambda source: _renamed(_unlabelled(source), "close", "shut").replace(
+            "  by agent\n  approval by auditor", "  by agent, approver\n  approval by auditor"
+        ),
+    ],
+    ids=["other-label", "other-roles"],
+)
+def test_a_rename_with_nothing_left_to_pair_by_is_a_removal_and_an_addition(relabel: Any) -> None:
+    old = SMALL if "2a" in relabel(SMALL) else _unlabelled(SMALL)
+    diff = _diff(old, relabel(SMALL))
+    assert {(c["change"], c["name"]) for c in diff["changes"]} == {("removed", "close"), ("added", "shut")}
+    assert diff["downgrades"] == []
+
+
+def test_renamed_transitions_pair_only_where_one_on_each_side_fits() -> None:
+    """Two unlabelled transitions `open -> paid by agent` renamed at once: which is which cannot be told."""
+    both = _unlabelled(SMALL) + "\ntransition settle: open -> paid {\n  by agent\n}\n"
+    new = _renamed(_renamed(both, "settle", "settle_now"), "pay_out", "pay_refund")
+    new = new.replace("  when amount <= 50.00\n", "")
+    diff = _diff(both, new)
+    changes = {(c["change"], c["name"]) for c in diff["changes"] if c["section"] == "transitions"}
+    assert changes == {("removed", "settle"), ("removed", "pay_out"), ("added", "settle_now"), ("added", "pay_refund")}
+    # Only one of the two renamed: it pairs with the one added transition of its shape.
+    one = _renamed(both, "settle", "settle_now")
+    [change] = [c for c in _diff(both, one)["changes"] if c["section"] == "transitions"]
+    assert (change["name"], change.get("renamed_from")) == ("settle_now", "settle")
+
+
+def test_a_call_to_a_renamed_effect_compares_the_two_effects_once() -> None:
+    """`pay` renamed `pay_v2` with a weaker strategy; both transitions call it."""
+    old = SMALL.replace("  call notify amount amount\n", "  call notify amount amount\n  call pay\n")
+    new = re.sub(r"\bpay\b", "pay_v2", old).replace("strategy reconcilable", "strategy retry")
+    diff = _diff(old, new)
+    assert {(c["change"], c["name"]) for c in diff["changes"] if c["section"] == "effects"} == {
+        ("removed", "pay"),
+        ("added", "pay_v2"),
+    }
+    assert diff["downgrades"] == [
+        {
+            "kind": "strategy weakened",
+            "level": "downgrade",
+            "where": "transition close call pay_v2 (was pay)",
+            "clause": "2",
+            "before": "reconcilable",
+            "after": "retry",
+        }
+    ]
+
+
+def test_a_call_swapped_for_another_effect_reads_every_protection_of_the_two() -> None:
+    """`pay_out` calls `notify` instead of `pay`, carrying the same amount (written at the call now)."""
+    diff = _diff(SMALL, _edit("  call pay\n", "  call notify amount amount\n"))
+    found = [(d["kind"], d["level"], d["before"], d["after"]) for d in diff["downgrades"]]
+    assert found == [
+        ("strategy weakened", "downgrade", "reconcilable", "once"),
+        ("reversibility changed", "review", "compensable", "irreversible"),
+        ("risk lowered", "downgrade", "R4", "R1"),
+        ("key reduced", "downgrade", "amount, order_id", "none"),
+        ("ceiling removed", "downgrade", "100.00", "none"),
+        ("max_calls removed", "downgrade", "1", "none"),
+    ]
+    assert {d["where"] for d in diff["downgrades"]} == {"transition pay_out call notify (was pay)"}
+    assert {d["clause"] for d in diff["downgrades"]} == {"1"}
+
+
+def test_a_call_added_in_front_shifts_no_other_call() -> None:
+    diff = _diff(SMALL, _edit("  call pay\n", "  call notify amount amount\n  call pay\n"))
+    assert diff["changes"] and diff["downgrades"] == []
+
+
+def test_two_calls_of_one_effect_are_named_by_their_rank() -> None:
+    old = _edit("  call notify amount amount\n", "  call notify amount 1.00\n  call notify amount 2.00\n")
+    new = old.replace("call notify amount 2.00", "call notify amount 3.00")
+    assert [(d["where"], d["before"], d["after"]) for d in _diff(old, new)["downgrades"]] == [
+        ("transition close call notify #2", "2.00", "3.00")
+    ]
+    # The same two calls swapped: each is compared with the call of its own rank.
+    swapped = old.replace("amount 1.00\n  call notify amount 2.00", "amount 2.00\n  call notify amount 1.00")
+    assert [(d["where"], d["before"], d["after"]) for d in _diff(old, swapped)["downgrades"]] == [
+        ("transition close call notify #1", "1.00", "2.00"),
+        ("transition close call notify #2", "2.00", "1.00"),
+    ]
+
+
+def test_not_requester_dropped_with_another_approver_is_both_a_review_and_a_downgrade() -> None:
+    diff = _diff(SMALL, _edit("approval by approver not requester", "approval by auditor"))
+    assert [(d["kind"], d["level"], d["before"], d["after"]) for d in diff["downgrades"]] == [
+        ("approval changed", "review", "by approver not requester", "by auditor"),
+        ("not requester dropped", "downgrade", "by approver not requester", "by auditor"),
+    ]
