@@ -36,6 +36,7 @@ bench: setup
 	$(PY) bench/compile_bench.py
 	$(PY) bench/verify_bench.py
 	$(PY) bench/activate_bench.py
+	$(PY) bench/runtime_bench.py
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

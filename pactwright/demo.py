@@ -268,6 +268,75 @@ def refuse_a_tampered_bundle(demo: Demo) -> None:
     demo.out("  the store file is byte-for-byte what it was")
 
 
+def run_an_agreement(demo: Demo) -> None:
+    """The runtime on the activated milestone: one agreement's happy path, a terminal race
+    between two processes, the refusal and the single settlement, delivery to the ledger
+    (a database of its own), and the evidence."""
+    import json
+    import subprocess
+
+    store = str(demo.store)
+    clock = demo.workdir / "clock"
+    day = 86_400
+    start = 1_780_000_000  # trusted time comes from the runtime's clock; the demo moves a test clock
+    clock.write_text(str(start))
+    common = ("--store", store, "--clock-file", str(clock))
+    parties = ("--party", "buyer=alice", "--party", "seller=bob", "--party", "arbiter=carol")
+    _cli(demo, "open", "marketplace.milestone", "--param", "price=64.90", *parties, "--id", "m1", *common)
+    _cli(demo, "submit", "m1", "fund", "--as", "buyer:alice", "--key", "fund-1", *common)
+    _cli(demo, "submit", "m1", "deliver", "--as", "seller:bob", "--key", "deliver-1", *common)
+    demo.out("  a retry of the same command with the same key returns the original event, nothing new:")
+    _cli(demo, "submit", "m1", "deliver", "--as", "seller:bob", "--key", "deliver-1", *common)
+    clock.write_text(str(start + 15 * day))
+    demo.out("  15 days later: the buyer's release and the scheduler's auto_release race, in two processes")
+    commands = [
+        ("release", "buyer:alice", "race-release"),
+        ("auto_release", "scheduler:scheduler", "race-auto"),
+    ]
+    racers = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "pactwright.cli.main",
+                "submit",
+                "m1",
+                name,
+                "--as",
+                actor,
+                "--key",
+                key,
+                "--expect-version",
+                "2",
+                *common,
+                "--format",
+                "json",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name, actor, key in commands
+    ]
+    outcomes = [(racer.wait(), *racer.communicate()) for racer in racers]
+    won = [name for (name, _, _), (code, _, _) in zip(commands, outcomes, strict=True) if code == 0]
+    lost = [err.strip() for (code, _, err) in outcomes if code != 0]
+    if len(won) != 1 or len(lost) != 1:
+        raise DemoFailure(f"the race should commit exactly once; committed: {won}, refused: {lost}")
+    demo.out(f"    committed: {won[0]}")
+    demo.out(f"    refused:   {lost[0].splitlines()[0]}")
+    _cli(demo, "worker", "--store", store, "--drain", "--clock-file", str(clock))
+    shown = _cli(demo, "show", "m1", "--store", store, "--format", "json", show=False)
+    view = json.loads(shown)
+    balances = view.get("balances", {})
+    demo.out(f"  m1 is {view.get('state')} at version {view.get('version')}; balances {balances}")
+    demo.out(f"  the ledger holds {view.get('ledger_balances')}")
+    if balances.get("escrow") != "0" or view.get("ledger_balances", {}).get("escrow") != "0":
+        raise DemoFailure("escrow should be empty in the store and in the ledger after one settlement")
+    _cli(demo, "evidence", "m1", "--store", store)
+    _cli(demo, "evidence", "verify", "m1", "--store", store)
+
+
 def _shown(path: Path) -> str:
     try:
         return str(path.relative_to(Path.cwd()))
@@ -284,6 +353,7 @@ STEPS: tuple[tuple[str, Step], ...] = (
     ("the verifier refuses the unsafe policy", refuse_the_unsafe_policy),
     ("approve, sign and activate", approve_sign_activate),
     ("a tampered bundle is refused at activation", refuse_a_tampered_bundle),
+    ("run an agreement: commands, a terminal race, the ledger, evidence", run_an_agreement),
 )
 
 

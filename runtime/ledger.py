@@ -11,6 +11,10 @@ current balances and either every posting is committed or none is; a
 reference already applied returns its original postings and moves nothing,
 which is what lets the outbox worker deliver at least once. A failed apply
 records nothing, so the same reference may be retried once funds arrive.
+
+It implements `runtime.ledger_api.Ledger` and refuses exactly what
+`DurableLedger` refuses (the checks live in `_ledger_common`): it is the
+ledger the differential and property tests run against.
 """
 
 from __future__ import annotations
@@ -19,8 +23,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pactwright.errors import LedgerError
-
+from ._ledger_common import as_program, check_reference, check_variables, one_per_account, reuse_error
 from .numscript import Posting, Program, run_program
 
 __all__ = ["InMemoryLedger"]
@@ -41,32 +44,36 @@ class InMemoryLedger:
         self._applied: dict[str, _Applied] = {}
         self._lock = threading.Lock()
 
-    def apply(self, reference: str, program: Program, variables: Mapping[str, str]) -> list[Posting]:
-        """Run `program` with `variables` and commit its postings, once per reference.
+    def apply(self, reference: str, program_text: str | Program, variables: Mapping[str, str]) -> list[Posting]:
+        """Run the program (text, or already parsed) with `variables` and commit its postings, once per reference.
 
-        Raises `LedgerError`: PW757 when `reference` is empty or was already
-        applied with another program or other variables; otherwise whatever
-        `run_program` raises (PW753-PW756), in which case nothing changed.
+        Raises `LedgerError`: PW757 when `reference` is empty or malformed or
+        was already applied with another program or other variables;
+        otherwise whatever parsing and `run_program` raise (PW751-PW756), in
+        which case nothing changed.
         """
-        if not isinstance(reference, str) or not reference:
-            raise LedgerError("a ledger reference must be a non-empty string", code="PW757")
-        given = dict(variables)
+        reference = check_reference(reference)
+        given = check_variables(variables)
+        program = as_program(program_text)
         with self._lock:
             prior = self._applied.get(reference)
             if prior is not None:
-                if prior.program != program or prior.variables != given:
-                    raise LedgerError(
-                        f"reference `{reference}` was already applied with a different "
-                        + ("program" if prior.program != program else "set of variables"),
-                        code="PW757",
-                        hint="a retry must repeat the original program and variables exactly",
-                    )
+                error = reuse_error(reference, (prior.program, prior.variables), (program, given))
+                if error is not None:
+                    raise error
                 return list(prior.postings)
             postings = run_program(program, given, self._balances)
             for posting in postings:
                 self._move(posting)
             self._applied[reference] = _Applied(program, given, tuple(postings))
             return list(postings)
+
+    def postings(self, reference: str) -> list[Posting] | None:
+        """The postings applied under `reference`, in order; None if nothing was."""
+        check_reference(reference)
+        with self._lock:
+            prior = self._applied.get(reference)
+            return None if prior is None else list(prior.postings)
 
     def _move(self, posting: Posting) -> None:
         for account, delta in (
@@ -85,8 +92,12 @@ class InMemoryLedger:
         with self._lock:
             return self._balances.get((account, asset), 0)
 
-    def balances(self) -> dict[tuple[str, str], int]:
-        """A copy of every non-zero balance."""
+    def balances(self, accounts: list[str] | None = None) -> dict[str, int]:
+        """Account -> minor units, as `Ledger.balances` returns them (PW553 for a multi-asset account)."""
+        return one_per_account(self.asset_balances(), accounts)
+
+    def asset_balances(self) -> dict[tuple[str, str], int]:
+        """A copy of every non-zero balance, keyed by (account, asset)."""
         with self._lock:
             return dict(self._balances)
 

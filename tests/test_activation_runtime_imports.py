@@ -96,3 +96,43 @@ def test_a_refusal_is_reported_without_it(deploy: dict[str, str], tmp_path: Path
     assert result.returncode == 1
     assert result.stderr.startswith("error[PW434]: refused to activate marketplace.milestone 1.0.0")
     assert "LOADED []" in result.stdout
+
+
+def test_open_submit_and_show_work_without_it(deploy: dict[str, str], tmp_path: Path) -> None:
+    store = str(tmp_path / "agreements.db")
+    clock = tmp_path / "clock"
+    clock.write_text("1780315200\n")
+    steps = [
+        ["activate", deploy["bundle"], "--trust", deploy["trust"], "--store", store, "--now", NOW],
+        ["open", "marketplace.milestone", "--store", store, "--id", "a1", "--param", "price=64.90",
+         "--party", "buyer=alice", "--party", "seller=bob", "--party", "arbiter=carol", "--clock-file", str(clock)],
+        ["submit", "a1", "fund", "--as", "buyer:alice", "--key", "k1", "--store", store, "--clock-file", str(clock)],
+        ["submit", "a1", "deliver", "--as", "seller:bob", "--key", "k2", "--store", store, "--dry-run"],
+        ["show", "a1", "--store", store, "--format", "json"],
+        ["worker", "--store", store, "--drain", "--clock-file", str(clock)],
+        ["outbox", "list", "--store", store, "--quarantined"],
+        ["show", "a1", "--store", store, "--format", "json"],
+        ["scheduler", "--store", store, "--once", "--clock-file", str(clock)],
+        ["evidence", "a1", "--store", store],
+        ["evidence", "verify", "a1", "--store", store],
+    ]  # fmt: skip
+    for step in steps:
+        result = _run(*step)
+        assert result.returncode == 0, (step[0], result.stderr)
+        assert "LOADED []" in result.stdout, step[0]
+    refused = _run("submit", "a1", "nope", "--as", "buyer:alice", "--key", "k9", "--store", store)
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("error[PW506]")
+    assert "LOADED []" in refused.stdout
+
+
+@pytest.mark.parametrize("command", [["balances"], ["postings", "fund:1"]], ids=["ledger-balances", "ledger-postings"])
+def test_the_ledger_commands_work_without_it(tmp_path: Path, command: list[str]) -> None:
+    from pactwright.runtime.ledger_db import open_ledger
+
+    ledger_path = str(tmp_path / "pw.ledger.sqlite")
+    with open_ledger(ledger_path, None) as ledger:
+        ledger.apply("fund:1", "send [EUR/2 5] ( source = @world destination = @a )", {})
+    result = _run("ledger", *command, "--ledger", ledger_path)
+    assert result.returncode == 0, result.stderr
+    assert "LOADED []" in result.stdout

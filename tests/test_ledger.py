@@ -51,7 +51,7 @@ def test_fund_then_split() -> None:
     assert ledger.balance("platform:fees", "EUR/2") == 649
     assert ledger.balance("sellers:s1", "EUR/2") == 5841
     assert ledger.balance("world", "EUR/2") == -6490
-    assert ledger.balances() == {
+    assert ledger.asset_balances() == {
         ("platform:fees", "EUR/2"): 649,
         ("sellers:s1", "EUR/2"): 5841,
         ("world", "EUR/2"): -6490,
@@ -63,10 +63,10 @@ def test_repeated_reference_returns_original_postings_and_moves_nothing() -> Non
     ledger = InMemoryLedger()
     fund(ledger, "escrow:a1", 10_000)
     first = ledger.apply("release:a1", SPLIT, SPLIT_VARS)
-    before = ledger.balances()
+    before = ledger.asset_balances()
     again = ledger.apply("release:a1", SPLIT, dict(SPLIT_VARS))
     assert again == first
-    assert ledger.balances() == before
+    assert ledger.asset_balances() == before
 
 
 def test_repeat_of_a_reformatted_program_is_the_same_program() -> None:
@@ -92,12 +92,12 @@ def test_same_reference_with_other_payload_is_refused(program: Program, variable
     ledger = InMemoryLedger()
     fund(ledger, "escrow:a1", 10**6)
     ledger.apply("release:a1", SPLIT, SPLIT_VARS)
-    before = ledger.balances()
+    before = ledger.asset_balances()
     with pytest.raises(LedgerError) as caught:
         ledger.apply("release:a1", program, variables)
     assert caught.value.code == "PW757"
     assert "`release:a1`" in caught.value.message
-    assert ledger.balances() == before
+    assert ledger.asset_balances() == before
 
 
 def test_empty_reference_is_refused() -> None:
@@ -130,11 +130,11 @@ def test_second_send_failing_rolls_back_the_first() -> None:
     )
     ledger = InMemoryLedger()
     fund(ledger, "a", 100)
-    before = ledger.balances()
+    before = ledger.asset_balances()
     with pytest.raises(LedgerError) as caught:
         ledger.apply("two-sends", program, {})
     assert caught.value.code == "PW754"
-    assert ledger.balances() == before
+    assert ledger.asset_balances() == before
     assert ledger.balance("b", "EUR/2") == 0
 
 
@@ -204,7 +204,7 @@ def test_balances_always_sum_to_zero_and_internal_accounts_never_go_negative(
 ) -> None:
     ledger = InMemoryLedger()
     for index, (kind, source, destination, amount, asset) in enumerate(operations):
-        before = ledger.balances()
+        before = ledger.asset_balances()
         refused: str | None = None
         try:
             if kind == "fund":
@@ -216,6 +216,6 @@ def test_balances_always_sum_to_zero_and_internal_accounts_never_go_negative(
             refused = exc.code
         if refused is not None:
             assert refused == "PW754"
-            assert ledger.balances() == before
+            assert ledger.asset_balances() == before
         assert all(total == 0 for total in ledger.asset_totals().values())
-        assert all(value >= 0 for (account, _), value in ledger.balances().items() if account != "world")
+        assert all(value >= 0 for (account, _), value in ledger.asset_balances().items() if account != "world")

@@ -34,6 +34,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "trust": ("cmd_trust", "edit trust.json: the keys that may approve or sign, and the threshold"),
     "approve": ("cmd_approve", "approve one candidate hash with your key"),
     "sign": ("cmd_sign", "sign a verified, approved bundle"),
+    "open": ("cmd_open", "open an agreement on the active version of a pact"),
+    "submit": ("cmd_submit", "run one command on an agreement, exactly once per idempotency key"),
+    "show": ("cmd_show", "show an agreement: state, version, balances, pending outbox, last events"),
+    "worker": ("cmd_worker", "deliver the outbox to the ledger, at least once, in commit order"),
+    "outbox": ("cmd_outbox", "list outbox entries: pending, delivered, quarantined with both sides"),
+    "scheduler": ("cmd_scheduler", "submit due deadline transitions as the pact's clock role, once per deadline"),
+    "evidence": ("cmd_evidence", "print an agreement's evidence (claim, support, limits) or verify its hash chain"),
 }
 
 

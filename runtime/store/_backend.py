@@ -35,7 +35,7 @@ class Backend(Protocol):
 
     def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
 
-    def transaction(self, *, write: bool) -> contextlib.AbstractContextManager[None]: ...
+    def transaction(self, *, write: bool, exclusive: bool = True) -> contextlib.AbstractContextManager[None]: ...
 
     def has_table(self, name: str) -> bool: ...
 
@@ -112,7 +112,8 @@ class SQLiteBackend:
         self._conn.executemany(sql, [tuple(row) for row in rows])
 
     @contextlib.contextmanager
-    def transaction(self, *, write: bool) -> Iterator[None]:
+    def transaction(self, *, write: bool, exclusive: bool = True) -> Iterator[None]:
+        # SQLite has one writer at a time whatever `exclusive` says: BEGIN IMMEDIATE is the row lock.
         self._conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
         changes = self._conn.total_changes
         try:
@@ -164,9 +165,10 @@ class PostgresBackend:
             cursor.executemany(self._sql(sql), [tuple(row) for row in rows])
 
     @contextlib.contextmanager
-    def transaction(self, *, write: bool) -> Iterator[None]:
+    def transaction(self, *, write: bool, exclusive: bool = True) -> Iterator[None]:
+        """`exclusive=False`: no store-wide writer lock; the caller locks its rows (`FOR UPDATE`)."""
         with self._conn.transaction():
-            if write:
+            if write and exclusive:
                 # One writer per store (= per schema): activations serialize, and
                 # two first-time migrations cannot race to create the same table.
                 self._conn.execute("SELECT pg_advisory_xact_lock(hashtext('pactwright.store:' || current_schema()))")

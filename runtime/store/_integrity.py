@@ -50,6 +50,37 @@ def as_int(value: Any, code: str, what: str, **fields: str) -> int:
     raise tampered(code, f"{what} is stored as {type(value).__name__} `{str(value)[:40]}`, not an integer", **fields)
 
 
+# Parsing a document is a pure function of its bytes: once the bytes are re-hashed and match,
+# the parse of the same digest is reused (every load still hashes every stored byte). The
+# cached documents are never mutated by their readers.
+_PARSED: dict[tuple[str, str], Any] = {}
+_PARSED_LIMIT = 256
+
+
+def _remember(kind: str, digest: str, parse: Any) -> Any:
+    key = (kind, digest)
+    found = _PARSED.get(key)
+    if found is None:
+        found = parse()
+        if len(_PARSED) >= _PARSED_LIMIT:
+            _PARSED.clear()
+        _PARSED[key] = found
+    return found
+
+
+def _parsed_manifest(digest: str, data: bytes) -> Manifest:
+    """`parse_manifest` of bytes whose hash the caller has just checked equals `digest`."""
+    view: Manifest = _remember("manifest", digest, lambda: parse_manifest(data))
+    return view
+
+
+def _parsed_signatures(digest: str, data: bytes) -> Any:
+    """The canonical signatures document of bytes whose hash the caller has just checked equals `digest`."""
+    if hash_bytes(data) != digest:  # checked before too; the cache must never serve other bytes
+        return load_json(data, require_canonical=True)
+    return _remember("signatures", digest, lambda: load_json(data, require_canonical=True))
+
+
 def check_bundle_rows(
     manifest_hash: str, pact_id: str, pact_version: str, rows: Sequence[tuple[str, str, int, bytes]]
 ) -> tuple[Manifest, dict[str, bytes]]:
@@ -68,7 +99,7 @@ def check_bundle_rows(
             found=hash_bytes(manifest),
         )
     try:
-        view = parse_manifest(manifest)
+        view = _parsed_manifest(manifest_hash, manifest)
     except PactwrightError as exc:
         raise tampered("PW703", f"the stored manifest of {where} does not parse: {exc.message}") from None
     if (view.pact_id, view.pact_version) != (pact_id, pact_version):
@@ -129,7 +160,7 @@ def check_activation_row(
                 found=hash_bytes(data),
             )
     try:
-        doc = load_json(signatures, require_canonical=True)
+        doc = _parsed_signatures(str(activation["signatures_hash"]), signatures)
         statements = [entry["statement"] for entry in doc["signatures"]]
         bound = all(
             s["manifest_hash"] == manifest_hash and s["approval_hash"] == activation["approval_hash"]

@@ -74,9 +74,118 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    Migration(
+        2,
+        "agreements, events, idempotency keys, outbox, approvals and evidence",
+        (
+            # One row per agreement: the activation it runs on (fixed at open; a later
+            # activation never changes it) and its committed state. JSON columns hold
+            # canonical JSON; money in them is minor units as decimal strings; times are
+            # integer seconds since the Unix epoch (UTC) from the runtime's clock.
+            """CREATE TABLE agreements (
+                id TEXT PRIMARY KEY,
+                pact_id TEXT NOT NULL,
+                manifest_hash TEXT NOT NULL REFERENCES bundles (manifest_hash),
+                activation_id INTEGER NOT NULL REFERENCES activations (id),
+                state TEXT NOT NULL,
+                version INTEGER NOT NULL CHECK (version >= 0),
+                params TEXT NOT NULL,
+                parties TEXT NOT NULL,
+                accounts TEXT NOT NULL,
+                stamps TEXT NOT NULL,
+                fired TEXT NOT NULL,
+                balances TEXT NOT NULL,
+                reached TEXT NOT NULL,
+                approved TEXT NOT NULL,
+                opened_at INTEGER NOT NULL,
+                updated_at INTEGER NOT NULL
+            )""",
+            "CREATE INDEX agreements_by_pact ON agreements (pact_id, id)",
+            # The append-only event log: one row per committed command, numbered per agreement.
+            """CREATE TABLE events (
+                agreement_id TEXT NOT NULL REFERENCES agreements (id),
+                seq INTEGER NOT NULL CHECK (seq >= 1),
+                event_id TEXT NOT NULL UNIQUE,
+                transition TEXT NOT NULL,
+                actor_role TEXT NOT NULL,
+                actor_party TEXT NOT NULL,
+                committed_at INTEGER NOT NULL,
+                payload_digest TEXT NOT NULL,
+                payload TEXT NOT NULL,
+                PRIMARY KEY (agreement_id, seq)
+            )""",
+            # Idempotency keys, per agreement, kept: the payload digest and the stored result.
+            """CREATE TABLE idempotency_keys (
+                agreement_id TEXT NOT NULL REFERENCES agreements (id),
+                key TEXT NOT NULL,
+                payload_digest TEXT NOT NULL,
+                payload TEXT NOT NULL,
+                result TEXT NOT NULL,
+                event_id TEXT NOT NULL REFERENCES events (event_id),
+                PRIMARY KEY (agreement_id, key)
+            )""",
+            # One row per committed posting group, written in the command's transaction;
+            # delivered to the ledger by reference `AGREEMENT/EVENTSEQ/GROUP`.
+            """CREATE TABLE outbox (
+                agreement_id TEXT NOT NULL REFERENCES agreements (id),
+                event_seq INTEGER NOT NULL,
+                group_index INTEGER NOT NULL CHECK (group_index >= 0),
+                reference TEXT NOT NULL UNIQUE,
+                program_path TEXT NOT NULL,
+                variables TEXT NOT NULL,
+                expected_postings TEXT NOT NULL,
+                status TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'quarantined')),
+                attempts INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+                lease_owner TEXT,
+                lease_until INTEGER,
+                delivered_postings TEXT,
+                last_error TEXT,
+                created_at INTEGER NOT NULL,
+                updated_at INTEGER NOT NULL,
+                PRIMARY KEY (agreement_id, event_seq, group_index),
+                FOREIGN KEY (agreement_id, event_seq) REFERENCES events (agreement_id, seq)
+            )""",
+            "CREATE INDEX outbox_by_status ON outbox (status, agreement_id, event_seq, group_index)",
+            # One-use approvals bound to a command's payload digest; consumed by the event they allowed.
+            """CREATE TABLE approvals (
+                id TEXT PRIMARY KEY,
+                agreement_id TEXT NOT NULL REFERENCES agreements (id),
+                transition TEXT NOT NULL,
+                payload_digest TEXT NOT NULL,
+                approver_role TEXT NOT NULL,
+                approver_party TEXT NOT NULL,
+                granted_at INTEGER NOT NULL,
+                consumed_event_id TEXT UNIQUE REFERENCES events (event_id),
+                consumed_at INTEGER
+            )""",
+            "CREATE INDEX approvals_by_payload ON approvals (agreement_id, transition, payload_digest)",
+            # The hash-chained evidence log per agreement: each record names its predecessor's hash.
+            """CREATE TABLE evidence (
+                agreement_id TEXT NOT NULL REFERENCES agreements (id),
+                seq INTEGER NOT NULL CHECK (seq >= 0),
+                kind TEXT NOT NULL,
+                prev_hash TEXT,
+                hash TEXT NOT NULL UNIQUE,
+                record TEXT NOT NULL,
+                PRIMARY KEY (agreement_id, seq)
+            )""",
+        ),
+    ),
 )
 LATEST = MIGRATIONS[-1].version
-TABLES = ("schema_migrations", "bundles", "bundle_files", "activations", "active")
+TABLES = (
+    "schema_migrations",
+    "bundles",
+    "bundle_files",
+    "activations",
+    "active",
+    "agreements",
+    "events",
+    "idempotency_keys",
+    "outbox",
+    "approvals",
+    "evidence",
+)
 
 _LEDGER = "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL)"
 

@@ -295,6 +295,35 @@ class Store:
                 raise
             raise StoreError(f"the store refused the write and rolled it back: {exc}", code="PW709") from exc
 
+    @contextlib.contextmanager
+    def transaction(self, *, write: bool = True, exclusive: bool = True) -> Iterator[Backend]:
+        """A raw write transaction for the runtime's own tables (agreements, events, outbox...).
+
+        `exclusive=False` skips PostgreSQL's store-wide writer lock, for the
+        command path, which locks its agreement row instead (`FOR UPDATE`);
+        on SQLite every writer is exclusive. Driver errors become PW709.
+        """
+        try:
+            with self._db.transaction(write=write, exclusive=exclusive):
+                yield self._db
+        except PactwrightError:
+            raise
+        except Exception as exc:
+            if not _is_db_error(exc):
+                raise
+            raise StoreError(f"the store refused the write and rolled it back: {exc}", code="PW709") from exc
+
+    def load_activation_in(self, db: Backend, activation_id: int) -> StoredBundle:
+        """`load_activation` inside a transaction already open on `db` (from `transaction()`)."""
+        return _load(db, activation_id, None)
+
+    def active_in(self, db: Backend, pact_id: str) -> StoredBundle:
+        """`load_active` inside a transaction already open on `db` (PW702 when nothing is active)."""
+        stored = _load_active(db, pact_id)
+        if stored is None:
+            raise StoreError(f"no version of `{pact_id}` is active", code="PW702")
+        return stored
+
     def _read(self) -> contextlib.AbstractContextManager[None]:
         return self._db.transaction(write=False)
 

@@ -1,0 +1,244 @@
+"""One agreement's row and its bundle, as the command path reads and writes them.
+
+The row holds canonical JSON (pactwright.canonical) in text columns: money
+as minor units in decimal strings, times as epoch seconds. Reading a row
+back refuses anything that does not have the shape written here (PW518), so
+an edited row is never guessed at.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pactwright.canonical import canonical_bytes, hash_bytes, load_json
+from pactwright.errors import CommandError, PactwrightError
+from pactwright.runtime._evaluate import Value, View, typed_value
+from pactwright.runtime.store import Store, StoredBundle
+from pactwright.runtime.store._backend import Backend
+
+TRANSITIONS_PATH = "transitions.json"
+COLUMNS = (
+    "id, pact_id, manifest_hash, activation_id, state, version, params, parties, accounts, stamps, fired, "
+    "balances, reached, approved, opened_at, updated_at"
+)
+
+
+_DUMPED: dict[str, str] = {}  # repr of a JSON value -> its canonical text (most columns repeat)
+
+
+def dumps(value: Any) -> str:
+    """Canonical JSON text for a JSON column.
+
+    Columns such as params, parties and accounts are the same on every
+    commit; their canonical text is remembered by the value's `repr`, which
+    for these plain JSON values (str, int, lists, dicts) is equal exactly when
+    the values are, so the same text comes back without re-encoding.
+    """
+    key = repr(value)
+    found = _DUMPED.get(key)
+    if found is None:
+        found = canonical_bytes(value).decode("utf-8")
+        if len(_DUMPED) >= 4096:
+            _DUMPED.clear()
+        _DUMPED[key] = found
+    return found
+
+
+def loads(text: object, what: str) -> Any:
+    if isinstance(text, bytes | memoryview):
+        text = bytes(text).decode("utf-8", "replace")
+    try:
+        return load_json(str(text).encode("utf-8"))
+    except PactwrightError:
+        raise CommandError(f"the stored {what} is not canonical JSON", code="PW518") from None
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """An agreement's bundle: its re-verified files and its parsed transitions.json."""
+
+    stored: StoredBundle
+    doc: dict[str, Any]
+
+    @property
+    def scale(self) -> int:
+        return int(self.doc["currency"]["scale"])
+
+    @property
+    def asset(self) -> str:
+        return str(self.doc["currency"]["asset"])
+
+    def transition(self, name: str) -> dict[str, Any] | None:
+        return next((t for t in self.doc["transitions"] if t["id"] == name), None)
+
+    def state(self, name: str) -> dict[str, Any]:
+        return next(s for s in self.doc["states"] if s["name"] == name)
+
+    def external(self) -> set[str]:
+        return {a["name"] for a in self.doc["accounts"] if a["external"]}
+
+
+_TABLES: dict[str, dict[str, Any]] = {}  # transitions.json by its sha256: parsing is a function of the bytes
+
+
+def bundle_of(stored: StoredBundle) -> Bundle:
+    """The bundle with its parsed transitions.json (read-only: the parse is shared by every load of
+    the same bytes, whose hashes the store has just re-checked)."""
+    data = stored.files[TRANSITIONS_PATH]
+    digest = hash_bytes(data)
+    doc = _TABLES.get(digest)
+    if doc is None:
+        doc = load_json(data)
+        if not isinstance(doc, dict) or doc.get("format") != "pactwright.transitions/1":
+            raise CommandError(f"bundle {stored.manifest_hash} has no readable transitions.json", code="PW518")
+        if len(_TABLES) >= 64:
+            _TABLES.clear()
+        _TABLES[digest] = doc
+    return Bundle(stored, doc)
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """One agreement as committed (or as a command would leave it)."""
+
+    id: str
+    pact_id: str
+    manifest_hash: str
+    activation_id: int
+    state: str
+    version: int
+    params: dict[str, str]
+    parties: dict[str, str]
+    accounts: dict[str, str]
+    stamps: dict[str, int] = field(default_factory=dict)
+    fired: dict[str, int] = field(default_factory=dict)
+    balances: dict[str, int] = field(default_factory=dict)
+    reached: tuple[str, ...] = ()
+    approved: tuple[str, ...] = ()
+    opened_at: int = 0
+    updated_at: int = 0
+
+    def row(self) -> tuple[Any, ...]:
+        return (
+            self.id,
+            self.pact_id,
+            self.manifest_hash,
+            self.activation_id,
+            self.state,
+            self.version,
+            dumps(self.params),
+            dumps(self.parties),
+            dumps(self.accounts),
+            dumps(self.stamps),
+            dumps(self.fired),
+            dumps({k: str(v) for k, v in self.balances.items()}),
+            dumps(sorted(self.reached)),
+            dumps(sorted(self.approved)),
+            self.opened_at,
+            self.updated_at,
+        )
+
+    def view(self, bundle: Bundle, now: int) -> View:
+        kinds = {p["name"]: p["type"] for p in bundle.doc["params"]}
+        params: dict[str, Value] = {name: typed_value(kinds[name], text) for name, text in self.params.items()}
+        return View(
+            now=now,
+            params=params,
+            stamps=self.stamps,
+            fired=self.fired,
+            balances=self.balances,
+            reached=frozenset(self.reached),
+            approved=frozenset(self.approved),
+            final=bool(bundle.state(self.state)["final"]),
+        )
+
+    def evolve(self, **changes: Any) -> Agreement:
+        return replace(self, **changes)
+
+
+def _from_row(row: tuple[Any, ...]) -> Agreement:
+    try:
+        (aid, pact, mhash, act, state, version, params, parties, accounts, stamps, fired, balances, reached,
+         approved, opened, updated) = row  # fmt: skip
+        return Agreement(
+            id=str(aid),
+            pact_id=str(pact),
+            manifest_hash=str(mhash),
+            activation_id=int(act),
+            state=str(state),
+            version=int(version),
+            params={str(k): str(v) for k, v in loads(params, "params").items()},
+            parties={str(k): str(v) for k, v in loads(parties, "parties").items()},
+            accounts={str(k): str(v) for k, v in loads(accounts, "accounts").items()},
+            stamps={str(k): int(v) for k, v in loads(stamps, "stamps").items()},
+            fired={str(k): int(v) for k, v in loads(fired, "fired counts").items()},
+            balances={str(k): int(str(v)) for k, v in loads(balances, "balances").items()},
+            reached=tuple(str(s) for s in loads(reached, "reached states")),
+            approved=tuple(str(s) for s in loads(approved, "approvals")),
+            opened_at=int(opened),
+            updated_at=int(updated),
+        )
+    except (TypeError, ValueError, AttributeError):
+        raise CommandError(f"the stored agreement `{row[0]}` is malformed", code="PW518") from None
+
+
+def unknown(agreement_id: str) -> CommandError:
+    return CommandError(
+        f"there is no agreement `{agreement_id}` in the store",
+        code="PW501",
+        hint="open one with `pactwright open PACT_ID --store URL ...`",
+    )
+
+
+def read(db: Backend, agreement_id: str, *, lock: bool) -> Agreement:
+    """The agreement's row; with `lock`, held until the transaction ends (FOR UPDATE on PostgreSQL)."""
+    suffix = " FOR UPDATE" if lock and db.name == "postgresql" else ""
+    rows = db.query(f"SELECT {COLUMNS} FROM agreements WHERE id = ?{suffix}", (agreement_id,))  # noqa: S608
+    if not rows:
+        raise unknown(agreement_id)
+    return _from_row(rows[0])
+
+
+def load_bundle(store: Store, db: Backend, agreement: Agreement) -> Bundle:
+    """The agreement's own activation's bundle, every stored byte re-verified, and its hash the recorded one."""
+    stored = store.load_activation_in(db, agreement.activation_id)
+    if stored.manifest_hash != agreement.manifest_hash or stored.pact_id != agreement.pact_id:
+        raise CommandError(
+            f"agreement `{agreement.id}` records bundle {agreement.manifest_hash} but its activation holds "
+            f"{stored.manifest_hash}",
+            code="PW518",
+        )
+    return bundle_of(stored)
+
+
+def write(db: Backend, agreement: Agreement, *, insert: bool) -> None:
+    if insert:
+        marks = ", ".join("?" * len(agreement.row()))
+        db.execute(f"INSERT INTO agreements ({COLUMNS}) VALUES ({marks})", agreement.row())  # noqa: S608
+        return
+    names = [c.strip() for c in COLUMNS.split(",")][1:]
+    sets = ", ".join(f"{n} = ?" for n in names)
+    db.execute(f"UPDATE agreements SET {sets} WHERE id = ?", (*agreement.row()[1:], agreement.id))  # noqa: S608
+
+
+def append_evidence(db: Backend, agreement_id: str, kind: str, body: dict[str, Any]) -> str:
+    """Append one hash-chained evidence record; returns its hash.
+
+    The record is `body` plus the agreement, its sequence number, the kind
+    and the previous record's hash (None for the first); its hash is the
+    kernel's hash of the record's canonical bytes. Called under the
+    agreement's row lock, so the chain never forks.
+    """
+    from pactwright.canonical import hash_bytes
+
+    rows = db.query("SELECT seq, hash FROM evidence WHERE agreement_id = ? ORDER BY seq DESC LIMIT 1", (agreement_id,))
+    seq, prev = (int(rows[0][0]) + 1, str(rows[0][1])) if rows else (0, None)
+    record = {**body, "agreement": agreement_id, "seq": seq, "kind": kind, "prev_hash": prev}
+    data = canonical_bytes(record)
+    digest = hash_bytes(data)
+    db.execute(
+        "INSERT INTO evidence (agreement_id, seq, kind, prev_hash, hash, record) VALUES (?, ?, ?, ?, ?, ?)",
+        (agreement_id, seq, kind, prev, digest, data.decode("utf-8")),
+    )
+    return digest

@@ -1,0 +1,168 @@
+"""The runtime's own evaluator of transitions.json expression trees.
+
+Guards (and transfer amounts written as expressions) are evaluated here,
+over one agreement's committed view and the trusted commit time, with the
+typing rules of docs/language.md: money, int, duration and time are ints
+(minor units, seconds, epoch seconds), percent is an exact `Fraction` of the
+whole, text is `str`. Rounding happens only where the language says
+(money * percent and `/` round toward minus infinity). As in the verifier,
+an unset stamp and a division by zero are undefined (`None`): arithmetic on
+them stays undefined and a comparison with them is false. Nothing here
+imports the verifier: the two evaluators are independent by design.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from pactwright.errors import CommandError
+from pactwright.expr_text import render_expr
+from pactwright.money import Percent
+
+Value = int | Fraction | str | bool | None
+
+
+@dataclass(frozen=True)
+class View:
+    """What an expression may read of one agreement, at one instant."""
+
+    now: int
+    params: Mapping[str, Value]
+    stamps: Mapping[str, int]
+    fired: Mapping[str, int]
+    balances: Mapping[str, int]
+    reached: frozenset[str]
+    approved: frozenset[str]
+    final: bool
+
+
+_CMP: dict[str, Callable[[Any, Any], bool]] = {
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "==": operator.eq,
+    "!=": operator.ne,
+}
+
+
+def typed_value(kind: str, text: str) -> Value:
+    """A param or literal's transitions.json text as the evaluator's value."""
+    if kind in ("money", "int", "duration", "time"):
+        return int(text)
+    if kind == "percent":
+        return Percent.parse(text).value
+    return text
+
+
+def _floor(value: Any) -> int:
+    if isinstance(value, Fraction):
+        return value.numerator // value.denominator
+    return int(value)
+
+
+def _arith(op: str, a: Any, b: Any, kind: str) -> Value:
+    if a is None or b is None:
+        return None
+    if op == "+":
+        result = a + b
+    elif op == "-":
+        result = a - b
+    elif op == "*":
+        result = a * b
+    elif op == "/":
+        if b == 0:
+            return None
+        return _floor(Fraction(a) / Fraction(b))
+    else:
+        raise _unsupported(op)
+    return result if kind == "percent" else _floor(result)
+
+
+def evaluate(expr: Mapping[str, Any], view: View) -> Value:
+    """The value of one expression tree in `view`."""
+    op = str(expr["op"])
+    args = expr.get("args", [])
+    kind = str(expr.get("type", ""))
+    if op == "lit":
+        return typed_value(kind, str(expr["value"]))
+    if op == "param":
+        return view.params[str(expr["name"])]
+    if op == "stamp":
+        return view.stamps.get(str(expr["name"]))
+    if op == "now":
+        return view.now
+    if op == "final":
+        return view.final
+    if op == "balance":
+        return view.balances.get(str(expr["name"]), 0)
+    if op in ("fired", "applied"):
+        # Postings are delivered once per commit (the outbox deduplicates by reference),
+        # so a transition's postings take effect exactly as often as it committed.
+        # Effects are not executed yet: applied(EFFECT) is 0.
+        return view.fired.get(str(expr["name"]), 0) if expr.get("value", "transition") == "transition" else 0
+    if op == "total":
+        return 0
+    if op == "reached":
+        return str(expr["name"]) in view.reached
+    if op == "approved":
+        return str(expr["name"]) in view.approved
+    if op == "not":
+        return not evaluate(args[0], view)
+    if op == "neg":
+        value = evaluate(args[0], view)
+        return None if value is None else -value  # type: ignore[operator]
+    if op == "and":
+        return bool(evaluate(args[0], view)) and bool(evaluate(args[1], view))
+    if op == "or":
+        return bool(evaluate(args[0], view)) or bool(evaluate(args[1], view))
+    if op == "implies":
+        return (not evaluate(args[0], view)) or bool(evaluate(args[1], view))
+    if op in _CMP:
+        left, right = evaluate(args[0], view), evaluate(args[1], view)
+        if left is None or right is None:
+            return False
+        return _CMP[op](left, right)
+    if op in ("+", "-", "*", "/"):
+        return _arith(op, evaluate(args[0], view), evaluate(args[1], view), kind)
+    raise _unsupported(op)
+
+
+def false_parts(guard: Mapping[str, Any], view: View, scale: int) -> list[str]:
+    """The top-level conjuncts of a false guard that are false, as policy text with their values."""
+    parts: list[Mapping[str, Any]] = []
+
+    def flatten(expr: Mapping[str, Any]) -> None:
+        if expr["op"] == "and":
+            for arg in expr["args"]:
+                flatten(arg)
+        else:
+            parts.append(expr)
+
+    flatten(guard)
+    out = []
+    for part in parts:
+        if evaluate(part, view):
+            continue
+        text = f"`{render_expr(dict(part), scale)}`"
+        if part["op"] in _CMP:
+            left, right = (evaluate(a, view) for a in part["args"])
+            text += f" ({_show(left)} {part['op']} {_show(right)})"
+        out.append(text)
+    return out
+
+
+def _show(value: Value) -> str:
+    if value is None:
+        return "undefined"
+    if isinstance(value, Fraction):
+        return f"{Percent(value).canonical()}%"
+    return str(value)
+
+
+def _unsupported(op: str) -> CommandError:
+    return CommandError(f"the bundle's expression uses `{op}`, which this runtime does not evaluate", code="PW518")

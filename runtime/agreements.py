@@ -1,0 +1,266 @@
+"""Agreements: open one on the active version of a pact, and show what it holds.
+
+`open_agreement` binds a pact's ACTIVE activation (its manifest hash is
+recorded, and a later activation never changes a running agreement),
+validates every ranged or text param against transitions.json (money
+exactly at the currency's scale, text against its pattern or options),
+binds every role to a party and fills every account address. It writes the
+agreement row and its first evidence record in one transaction, or nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pactwright.errors import CommandError, MoneyError
+from pactwright.money import Percent, format_money, parse_money
+from pactwright.runtime import _agreement as rows
+from pactwright.runtime._agreement import Agreement, Bundle, bundle_of
+from pactwright.runtime.clock import Clock, SystemClock, epoch_seconds
+from pactwright.runtime.ledger_api import Ledger
+from pactwright.runtime.store import Store
+
+__all__ = ["AgreementView", "open_agreement", "show"]
+
+ID_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_SEGMENT_RE = re.compile(r"[A-Za-z0-9_-]{1,128}")
+_PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _bad(message: str, name: str, *, expected: str | None = None, found: str | None = None) -> CommandError:
+    return CommandError(message, code="PW503", field=f"params.{name}", expected=expected, found=found)
+
+
+def _param_value(param: Mapping[str, Any], raw: str | None, scale: int) -> str:
+    """The param's value in transitions.json's encoding, validated; fixed params keep their value."""
+    name, kind = str(param["name"]), str(param["type"])
+    if "value" in param:
+        fixed = str(param["value"])
+        if raw is not None and _encode(kind, raw, scale, name) != fixed:
+            raise _bad(f"param `{name}` is fixed by the policy", name, expected=fixed, found=raw)
+        return fixed
+    if raw is None:
+        raise _bad(f"param `{name}` needs a value (`--param {name}=...`)", name)
+    value = _encode(kind, raw, scale, name)
+    if kind in ("money", "percent"):
+        number = Percent.parse(value).value if kind == "percent" else int(value)
+        low = None if param.get("min") is None else _number(kind, str(param["min"]))
+        high = None if param.get("max") is None else _number(kind, str(param["max"]))
+        if (low is not None and number < low) or (high is not None and number > high):
+            shown = f"{_show(kind, param.get('min'), scale)} .. {_show(kind, param.get('max'), scale)}"
+            raise _bad(f"param `{name}` is out of its bounds", name, expected=shown, found=raw)
+    if kind == "text":
+        options = [str(o) for o in param.get("options", [])]
+        pattern = param.get("pattern")
+        if options and value not in options:
+            raise _bad(f"param `{name}` is not one of its options", name, expected=", ".join(options), found=raw)
+        if pattern is not None and re.fullmatch(str(pattern), value) is None:
+            raise _bad(f"param `{name}` does not match its pattern", name, expected=str(pattern), found=raw)
+    return value
+
+
+def _number(kind: str, text: str) -> Any:
+    return Percent.parse(text).value if kind == "percent" else int(text)
+
+
+def _show(kind: str, text: object, scale: int) -> str:
+    if text is None:
+        return "-"
+    return format_money(int(str(text)), scale) if kind == "money" else f"{text}%"
+
+
+def _encode(kind: str, raw: str, scale: int, name: str) -> str:
+    try:
+        if kind == "money":
+            return str(parse_money(raw, scale))
+        if kind == "percent":
+            return Percent.parse(raw).canonical()
+    except MoneyError as exc:
+        raise _bad(f"param `{name}`: {exc.message}", name, found=raw) from None
+    if kind == "duration":
+        raise _bad(f"param `{name}` is a duration, which only a policy can fix", name, found=raw)
+    if len(raw) > 1024:
+        raise _bad(f"param `{name}` is longer than 1024 characters", name)
+    return raw
+
+
+def _fill(bundle: Bundle, agreement_id: str, parties: Mapping[str, str], params: Mapping[str, str]) -> dict[str, str]:
+    """Every account's address with its placeholders filled; two accounts may not share one."""
+    texts = {p["name"] for p in bundle.doc["params"] if p["type"] == "text"}
+    out: dict[str, str] = {}
+    for account in bundle.doc["accounts"]:
+
+        def value(match: re.Match[str], account: Mapping[str, Any] = account) -> str:
+            name = match.group(1)
+            if name == "agreement":
+                return agreement_id
+            if name in parties:
+                return parties[name]
+            if name in texts:
+                if _SEGMENT_RE.fullmatch(params[name]) is None:
+                    raise _bad(f"param `{name}` cannot fill an account address", name, found=params[name])
+                return params[name]
+            raise CommandError(f"account `{account['name']}` names unknown placeholder `{name}`", code="PW518")
+
+        out[str(account["name"])] = _PLACEHOLDER_RE.sub(value, str(account["address"]))
+    seen: dict[str, str] = {}
+    for name, address in sorted(out.items()):
+        if address in seen:
+            raise CommandError(
+                f"accounts `{seen[address]}` and `{name}` would both be `{address}` in this agreement",
+                code="PW505",
+                hint="bind different parties to the roles these addresses name",
+            )
+        seen[address] = name
+    return out
+
+
+def _parties(bundle: Bundle, parties: Mapping[str, str]) -> dict[str, str]:
+    roles = {str(r["name"]): bool(r["clock"]) for r in bundle.doc["roles"]}
+    for role in sorted(parties):
+        if role not in roles:
+            raise CommandError(f"the pact has no role `{role}`", code="PW504", field=f"parties.{role}")
+    out = dict(parties)
+    for role, clock in sorted(roles.items()):
+        if clock and role not in out:
+            out[role] = role  # the trusted clock acts as itself
+        if role not in out:
+            raise CommandError(f"role `{role}` needs a party (`--party {role}=NAME`)", code="PW504")
+        if _SEGMENT_RE.fullmatch(out[role]) is None:
+            raise CommandError(
+                f"party `{out[role][:40]}` of role `{role}` is not a name of letters, digits, `_` and `-`",
+                code="PW504",
+                field=f"parties.{role}",
+            )
+    return dict(sorted(out.items()))
+
+
+def open_agreement(
+    store: Store,
+    pact_id: str,
+    params: Mapping[str, str],
+    parties: Mapping[str, str],
+    agreement_id: str | None = None,
+    clock: Clock | None = None,
+) -> Agreement:
+    """Create an agreement on the active version of `pact_id`; refusals (PW50x) write nothing."""
+    now = epoch_seconds(clock or SystemClock())
+    if agreement_id is None:
+        agreement_id = f"ag-{secrets.token_hex(8)}"
+    if ID_RE.fullmatch(agreement_id) is None:
+        raise CommandError(f"agreement id `{agreement_id[:70]}` must be 1-64 letters, digits, `_` or `-`", code="PW502")
+    with store.transaction() as db:
+        if db.query("SELECT 1 FROM agreements WHERE id = ?", (agreement_id,)):
+            raise CommandError(f"agreement `{agreement_id}` already exists", code="PW502")
+        active = store.active_in(db, pact_id)
+        bundle = bundle_of(active)
+        declared = {str(p["name"]) for p in bundle.doc["params"]}
+        for name in sorted(set(params) - declared):
+            raise _bad(f"the pact has no param `{name}`", name)
+        values = {str(p["name"]): _param_value(p, params.get(p["name"]), bundle.scale) for p in bundle.doc["params"]}
+        bound = _parties(bundle, parties)
+        initial = next(s["name"] for s in bundle.doc["states"] if s["initial"])
+        agreement = Agreement(
+            id=agreement_id,
+            pact_id=pact_id,
+            manifest_hash=active.manifest_hash,
+            activation_id=active.activation.id,
+            state=str(initial),
+            version=0,
+            params=values,
+            parties=bound,
+            accounts=_fill(bundle, agreement_id, bound, values),
+            balances={str(a["name"]): 0 for a in bundle.doc["accounts"]},
+            reached=(str(initial),),
+            opened_at=now,
+            updated_at=now,
+        )
+        rows.write(db, agreement, insert=True)
+        rows.append_evidence(
+            db,
+            agreement_id,
+            "opened",
+            {
+                "pact": {"id": pact_id, "version": active.pact_version},
+                "manifest_hash": active.manifest_hash,
+                "params": values,
+                "parties": bound,
+                "accounts": agreement.accounts,
+                "state": agreement.state,
+                "at": now,
+            },
+        )
+    return agreement
+
+
+@dataclass(frozen=True)
+class AgreementView:
+    """`show`: the agreement as committed, its pending outbox entries and its last events."""
+
+    agreement: Agreement
+    scale: int
+    pending_outbox: list[dict[str, Any]]
+    last_events: list[dict[str, Any]]
+    ledger_balances: dict[str, str] | None = None  # the agreement's accounts as the ledger holds them
+
+    def to_json(self) -> dict[str, Any]:
+        a = self.agreement
+        return {
+            "id": a.id,
+            "pact_id": a.pact_id,
+            "manifest_hash": a.manifest_hash,
+            "state": a.state,
+            "version": a.version,
+            "params": a.params,
+            "parties": a.parties,
+            "accounts": a.accounts,
+            "stamps": a.stamps,
+            "fired": a.fired,
+            "balances": {name: str(v) for name, v in sorted(a.balances.items())},
+            "pending_outbox": self.pending_outbox,
+            "last_events": self.last_events,
+            "ledger_balances": self.ledger_balances,
+        }
+
+
+def show(store: Store, agreement_id: str, last: int = 10, ledger: Ledger | None = None) -> AgreementView:
+    """The agreement as committed (PW501 if unknown), with its bundle re-verified.
+
+    With `ledger`, also its accounts' balances as the ledger holds them (an
+    account shared by agreements, such as a platform's fees, holds all of them).
+    """
+    with store.transaction(write=False) as db:
+        agreement = rows.read(db, agreement_id, lock=False)
+        bundle = rows.load_bundle(store, db, agreement)
+        outbox = db.query(
+            "SELECT reference, program_path, expected_postings, attempts FROM outbox "
+            "WHERE agreement_id = ? AND status = 'pending' ORDER BY event_seq, group_index",
+            (agreement_id,),
+        )
+        events = db.query(
+            "SELECT seq, event_id, transition, actor_role, actor_party, committed_at FROM events "
+            "WHERE agreement_id = ? ORDER BY seq DESC LIMIT ?",
+            (agreement_id, last),
+        )
+    return AgreementView(
+        agreement,
+        bundle.scale,
+        [
+            {"reference": r, "program": p, "expected_postings": rows.loads(e, "postings"), "attempts": int(n)}
+            for r, p, e, n in outbox
+        ],
+        [
+            {"seq": int(s), "event_id": e, "transition": t, "actor": f"{role}:{party}", "committed_at": int(at)}
+            for s, e, t, role, party, at in reversed(events)
+        ],
+        None if ledger is None else _ledger_balances(agreement, ledger),
+    )
+
+
+def _ledger_balances(agreement: Agreement, ledger: Ledger) -> dict[str, str]:
+    held = ledger.balances(sorted(set(agreement.accounts.values())))
+    return {name: str(held.get(address, 0)) for name, address in sorted(agreement.accounts.items())}

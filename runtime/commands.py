@@ -1,0 +1,330 @@
+"""The command path: one command, one store transaction, every check, or nothing.
+
+`submit` locks the agreement row (`SELECT ... FOR UPDATE` on PostgreSQL;
+SQLite's `BEGIN IMMEDIATE`), answers a known idempotency key from the
+stored result, then checks, in this order: the transition exists, the
+actor's role may invoke it and the party holds that role, the expected
+version, the agreement is not final and is in a source state, the command's
+params agree with the agreement's, the guard holds at the trusted time, an
+approval is present where required. It then runs the bundle's ledger program
+with the runtime's Numscript interpreter against the agreement's OWN
+balances (so a command that would take a non-external account below zero is
+refused here, before any ledger sees it), and commits the event, the outbox
+rows with the expected postings, the new state, the idempotency key and an
+evidence record together. Every refusal is a `CommandError` (PW501-PW520)
+raised before anything is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pactwright.canonical import canonical_bytes, hash_bytes
+from pactwright.errors import CommandError, LedgerError
+from pactwright.runtime import _agreement as rows
+from pactwright.runtime._agreement import Agreement, Bundle
+from pactwright.runtime._evaluate import evaluate, false_parts
+from pactwright.runtime.agreements import _encode
+from pactwright.runtime.clock import Clock, SystemClock, epoch_seconds
+from pactwright.runtime.numscript import Program, parse_program, run_program
+from pactwright.runtime.store import Store
+from pactwright.runtime.store._backend import Backend
+
+__all__ = ["SubmitResult", "payload_digest", "submit"]
+
+STALE = "STALE_AGREEMENT_VERSION"
+MAX_KEY = 200
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    """What a command did (or, with `dry_run`, would do)."""
+
+    agreement_id: str
+    event_id: str
+    seq: int
+    version: int
+    state: str
+    transition: str
+    committed_at: int
+    postings: tuple[dict[str, str], ...]
+    outbox: tuple[str, ...]
+    replayed: bool = False
+    dry_run: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "agreement": self.agreement_id,
+            "event_id": self.event_id,
+            "seq": self.seq,
+            "version": self.version,
+            "state": self.state,
+            "transition": self.transition,
+            "committed_at": self.committed_at,
+            "postings": list(self.postings),
+            "outbox": list(self.outbox),
+            "replayed": self.replayed,
+            "dry_run": self.dry_run,
+        }
+
+    @classmethod
+    def stored(cls, doc: Mapping[str, Any]) -> SubmitResult:
+        return cls(
+            agreement_id=str(doc["agreement"]),
+            event_id=str(doc["event_id"]),
+            seq=int(doc["seq"]),
+            version=int(doc["version"]),
+            state=str(doc["state"]),
+            transition=str(doc["transition"]),
+            committed_at=int(doc["committed_at"]),
+            postings=tuple(dict(p) for p in doc["postings"]),
+            outbox=tuple(str(r) for r in doc["outbox"]),
+            replayed=True,
+        )
+
+
+def _payload(transition: str, role: str, party: str, params: Mapping[str, str]) -> dict[str, Any]:
+    return {"transition": transition, "actor": {"role": role, "party": party}, "params": dict(params)}
+
+
+def payload_digest(transition: str, role: str, party: str, params: Mapping[str, str] | None = None) -> str:
+    """The digest idempotency keys and approvals bind to: the intent, not the expected version."""
+    return hash_bytes(canonical_bytes(_payload(transition, role, party, params or {})))
+
+
+def _differs(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = "") -> str:
+    for name in sorted(set(old) | set(new)):
+        a, b = old.get(name), new.get(name)
+        if isinstance(a, Mapping) and isinstance(b, Mapping):
+            inner = _differs(a, b, f"{prefix}{name}.")
+            if inner:
+                return inner
+        elif a != b:
+            return f"{prefix}{name}"
+    return ""
+
+
+def _refuse(code: str, message: str, **where: str | None) -> CommandError:
+    return CommandError(message, code=code, **where)
+
+
+def _check(bundle: Bundle, agreement: Agreement, name: str, role: str, party: str,
+           expect: int | None, params: Mapping[str, str]) -> dict[str, Any]:  # fmt: skip
+    transition = bundle.transition(name)
+    if transition is None:
+        known = ", ".join(sorted(t["id"] for t in bundle.doc["transitions"]))
+        raise _refuse("PW506", f"the pact has no transition `{name}`", field="transition", expected=known)
+    if role not in transition["roles"]:
+        allowed = ", ".join(transition["roles"])
+        raise _refuse("PW507", f"role `{role}` may not invoke `{name}`", field="actor", expected=allowed, found=role)
+    if agreement.parties.get(role) != party:
+        raise _refuse("PW508", f"party `{party}` does not hold role `{role}` in agreement `{agreement.id}`",
+                      field="actor", found=party)  # fmt: skip
+    if expect is not None and expect != agreement.version:
+        message = f"{STALE}: agreement `{agreement.id}` is at version {agreement.version}, not {expect}"
+        raise _refuse("PW509", message, field="expect_version", expected=str(expect), found=str(agreement.version))
+    if bundle.state(agreement.state)["final"]:
+        raise _refuse("PW510", f"agreement `{agreement.id}` is already final (`{agreement.state}`)", field="state")
+    if agreement.state not in transition["from"]:
+        raise _refuse("PW511", f"`{name}` cannot fire from state `{agreement.state}`", field="state",
+                      expected=", ".join(transition["from"]), found=agreement.state)  # fmt: skip
+    kinds = {str(p["name"]): str(p["type"]) for p in bundle.doc["params"]}
+    for key, raw in sorted(params.items()):
+        if key not in kinds:
+            raise _refuse("PW516", f"the pact has no param `{key}`", field=f"params.{key}")
+        try:
+            value = _encode(kinds[key], raw, bundle.scale, key)
+        except CommandError as exc:
+            raise _refuse("PW516", exc.message, field=f"params.{key}", found=raw) from None
+        if value != agreement.params[key]:
+            raise _refuse("PW516", f"param `{key}` is not the agreement's value", field=f"params.{key}",
+                          expected=agreement.params[key], found=value)  # fmt: skip
+    return transition
+
+
+def _approval(db: Backend, agreement: Agreement, transition: Mapping[str, Any], party: str, digest: str) -> str | None:
+    """The id of a matching unconsumed approval (PW513 when there is none)."""
+    need = transition.get("approval")
+    if not need:
+        return None
+    for approval_id, approver_party in db.query(
+        "SELECT id, approver_party FROM approvals WHERE agreement_id = ? AND transition = ? AND payload_digest = ? "
+        "AND approver_role = ? AND consumed_event_id IS NULL ORDER BY id",
+        (agreement.id, transition["id"], digest, need["role"]),
+    ):
+        if need.get("not_requester") and approver_party == party:
+            continue
+        return str(approval_id)
+    raise _refuse("PW513", f"`{transition['id']}` needs a one-use approval by `{need['role']}` for this exact payload",
+                  field="approval", expected=digest)  # fmt: skip
+
+
+def _variables(bundle: Bundle, agreement: Agreement, ledger: Mapping[str, Any], now: int) -> dict[str, str]:
+    kinds = {str(p["name"]): str(p["type"]) for p in bundle.doc["params"]}
+    out: dict[str, str] = {}
+    for var in ledger["vars"]:
+        source = var["from"]
+        if source["kind"] == "account":
+            out[var["name"]] = agreement.accounts[source["account"]]
+            continue
+        if source["kind"] == "param" and kinds[source["param"]] == "percent":
+            out[var["name"]] = f"{agreement.params[source['param']]}%"
+            continue
+        if source["kind"] == "param":
+            amount: Any = int(agreement.params[source["param"]])
+        else:
+            amount = evaluate(source["expr"], agreement.view(bundle, now))
+        if amount is None or amount < 0:
+            shown = "undefined" if amount is None else str(amount)
+            raise _refuse("PW517", f"transfer amount `{var['name']}` is {shown}", found=shown)
+        out[var["name"]] = f"{bundle.asset} {int(amount)}"
+    return out
+
+
+def _postings(bundle: Bundle, agreement: Agreement, transition: Mapping[str, Any], now: int
+              ) -> tuple[list[dict[str, str]], dict[str, int], dict[str, str] | None]:  # fmt: skip
+    """The postings, the balances after them, and the program's variables (None without a program)."""
+    ledger = transition.get("ledger")
+    if not ledger:
+        return [], dict(agreement.balances), None
+    variables = _variables(bundle, agreement, ledger, now)
+    external = bundle.external()
+    names = {address: name for name, address in agreement.accounts.items()}
+    start = {(agreement.accounts[n], bundle.asset): v for n, v in agreement.balances.items() if n not in external}
+    try:
+        program = _program(bundle.stored.files[ledger["program"]])
+        postings = run_program(program, variables, start)
+    except LedgerError as exc:
+        if exc.code == "PW754":
+            raise _refuse("PW514", f"insufficient funds in agreement `{agreement.id}`: {exc.message}",
+                          expected=exc.expected, found=exc.found) from None  # fmt: skip
+        raise _refuse("PW517", f"the ledger program of `{transition['id']}` cannot run: {exc.message}") from None
+    balances = dict(agreement.balances)
+    out = []
+    for posting in postings:  # one after the other, as the ledger takes them
+        source, target = names.get(posting.source), names.get(posting.destination)
+        if source is None or target is None or posting.asset != bundle.asset:
+            raise _refuse("PW517", f"the ledger program of `{transition['id']}` names an account outside the pact")
+        balances[source] -= posting.amount
+        balances[target] += posting.amount
+        if source not in external and balances[source] < 0:
+            raise _refuse(
+                "PW514", f"`{transition['id']}` would take `{source}` below zero", found=str(balances[source])
+            )
+        out.append({"source": source, "destination": target, "source_address": posting.source,
+                    "destination_address": posting.destination, "amount": str(posting.amount),
+                    "asset": posting.asset})  # fmt: skip
+    return out, balances, variables
+
+
+def submit(
+    store: Store,
+    agreement_id: str,
+    transition: str,
+    actor_role: str,
+    actor_party: str,
+    key: str,
+    expect_version: int | None = None,
+    params: Mapping[str, str] | None = None,
+    dry_run: bool = False,
+    clock: Clock | None = None,
+) -> SubmitResult:
+    """Run one command through every check; commit it (or, with `dry_run`, only compute it)."""
+    if not key or len(key) > MAX_KEY or not key.isprintable() or key.strip() != key:
+        raise _refuse("PW519", f"an idempotency key is 1-{MAX_KEY} printable characters", field="key")
+    command = dict(params or {})
+    payload = _payload(transition, actor_role, actor_party, command)
+    digest = hash_bytes(canonical_bytes(payload))
+    now = epoch_seconds(clock or SystemClock())
+    with store.transaction(exclusive=False) as db:
+        agreement = rows.read(db, agreement_id, lock=True)
+        prior = db.query(
+            "SELECT payload_digest, payload, result FROM idempotency_keys WHERE agreement_id = ? AND key = ?",
+            (agreement_id, key),
+        )
+        if prior:
+            if str(prior[0][0]) == digest:
+                return SubmitResult.stored(rows.loads(prior[0][2], "idempotent result"))
+            field = _differs(rows.loads(prior[0][1], "idempotent payload"), payload) or "payload"
+            raise _refuse("PW515", f"idempotency key `{key}` was used for another payload: `{field}` differs",
+                          field=field)  # fmt: skip
+        bundle = rows.load_bundle(store, db, agreement)
+        spec = _check(bundle, agreement, transition, actor_role, actor_party, expect_version, command)
+        if spec.get("guard") is not None and not evaluate(spec["guard"], agreement.view(bundle, now)):
+            parts = false_parts(spec["guard"], agreement.view(bundle, now), bundle.scale)
+            raise _refuse("PW512", f"the guard of `{transition}` is false at {now}: {'; '.join(parts)}",
+                          field="guard")  # fmt: skip
+        approval_id = _approval(db, agreement, spec, actor_party, digest)
+        postings, balances, variables = _postings(bundle, agreement, spec, now)
+        seq = agreement.version + 1
+        event_id = f"{agreement_id}/{seq}"
+        outbox = [f"{event_id}/0"] if variables is not None else []
+        target = str(spec["to"])
+        result = SubmitResult(agreement_id, event_id, seq, seq, target, transition, now, tuple(postings),
+                              tuple(outbox), dry_run=dry_run)  # fmt: skip
+        if dry_run:
+            return result
+        after = agreement.evolve(
+            state=target,
+            version=seq,
+            stamps={**agreement.stamps, **dict.fromkeys(spec["stamps"], now)},
+            fired={**agreement.fired, transition: agreement.fired.get(transition, 0) + 1},
+            balances=balances,
+            reached=tuple(sorted({*agreement.reached, target})),
+            approved=tuple(sorted({*agreement.approved, transition})) if approval_id else agreement.approved,
+            updated_at=now,
+        )
+        _commit(db, bundle, agreement, after, result, spec, payload, digest, key, variables, approval_id)
+        return result
+
+
+def _commit(db: Backend, bundle: Bundle, before: Agreement, after: Agreement, result: SubmitResult,
+            spec: Mapping[str, Any], payload: dict[str, Any], digest: str, key: str,
+            variables: dict[str, str] | None, approval_id: str | None) -> None:  # fmt: skip
+    expected = [
+        {k: p[k] for k in ("source_address", "destination_address", "amount", "asset")} for p in result.postings
+    ]
+    body = {"command": payload, "from": before.state, "to": after.state, "postings": list(result.postings),
+            "stamps": list(spec["stamps"]), "manifest_hash": before.manifest_hash, "approval": approval_id}  # fmt: skip
+    db.execute(
+        "INSERT INTO events (agreement_id, seq, event_id, transition, actor_role, actor_party, committed_at, "
+        "payload_digest, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (before.id, result.seq, result.event_id, result.transition, payload["actor"]["role"],
+         payload["actor"]["party"], result.committed_at, digest, rows.dumps(body)),
+    )  # fmt: skip
+    if variables is not None:
+        db.execute(
+            "INSERT INTO outbox (agreement_id, event_seq, group_index, reference, program_path, variables, "
+            "expected_postings, status, attempts, created_at, updated_at) "
+            "VALUES (?, ?, 0, ?, ?, ?, ?, 'pending', 0, ?, ?)",
+            (before.id, result.seq, result.outbox[0], spec["ledger"]["program"], rows.dumps(variables),
+             rows.dumps(expected), result.committed_at, result.committed_at),
+        )  # fmt: skip
+    if approval_id is not None:
+        db.execute(
+            "UPDATE approvals SET consumed_event_id = ?, consumed_at = ? WHERE id = ? AND consumed_event_id IS NULL",
+            (result.event_id, result.committed_at, approval_id),
+        )
+    rows.write(db, after, insert=False)
+    db.execute(
+        "INSERT INTO idempotency_keys (agreement_id, key, payload_digest, payload, result, event_id) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        (before.id, key, digest, rows.dumps(payload), rows.dumps(result.to_json()), result.event_id),
+    )
+    rows.append_evidence(db, before.id, "event", {"event_id": result.event_id, "seq": result.seq, **body,
+                         "committed_at": result.committed_at, "outbox": list(result.outbox)})  # fmt: skip
+
+
+_PROGRAMS: dict[bytes, Program] = {}  # a parsed program is a function of its (re-verified) bytes
+
+
+def _program(data: bytes) -> Program:
+    found = _PROGRAMS.get(data)
+    if found is None:
+        found = parse_program(data.decode("utf-8"))
+        if len(_PROGRAMS) >= 256:
+            _PROGRAMS.clear()
+        _PROGRAMS[data] = found
+    return found

@@ -1,0 +1,303 @@
+"""The outbox worker: deliver committed posting groups to the ledger, at least once, in commit order.
+
+The command path writes one outbox row per posting group in the command's
+own store transaction; the ledger is another database that shares no
+transaction with the store. The worker closes that gap with four steps per
+entry, each safe to repeat:
+
+1. claim: in one short store transaction, take the first due entry whose
+   agreement has no earlier undelivered entry, and write a lease on it
+   (owner, until). PostgreSQL: `SELECT ... FOR UPDATE SKIP LOCKED`, so
+   concurrent workers pass over each other's rows; SQLite: the claim runs
+   under `BEGIN IMMEDIATE` (one writer), so two processes never claim the
+   same entry. A lease that has expired can be taken over;
+2. apply: `Ledger.apply(reference, program, variables)` with the entry's
+   stable reference `AGREEMENT/EVENTSEQ/GROUP`; the ledger deduplicates by
+   reference, so a second apply after a crash moves nothing again;
+3. compare: the postings the ledger returned against the expected postings
+   stored at commit (`_worker_compare`);
+4. mark: in one store transaction, under the agreement's row lock, mark the
+   entry delivered (storing the delivered postings) or quarantined (storing
+   the ledger's side and the reason; the expected side stays in its row),
+   and append the hash-chained evidence record. Only the transaction that
+   moves the entry out of `pending` appends, so the record is written once.
+
+A transient ledger failure (the database is unreachable or refused the
+write: PW550, PW552, or a driver error) releases the lease with a back-off
+(`attempts`, next try at `lease_until`) and the entry is retried later with
+the same reference. A deterministic refusal (overdraft, a reference reused
+with other variables, a program that does not run) quarantines.
+
+`PACTWRIGHT_TEST_CRASH_AT` is a TEST-ONLY hook (docs/runtime.md, "Crash
+safety"): at the named point the worker process kills itself with SIGKILL,
+so the crash-matrix tests reach every step of delivery in a real process.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from pactwright.errors import LedgerError, PactwrightError, UsageError
+from pactwright.runtime import _agreement as rows
+from pactwright.runtime._worker_compare import Mismatch, compare, ledger_side, normalize_expected
+from pactwright.runtime.clock import Clock, SystemClock, epoch_seconds
+from pactwright.runtime.ledger_api import Ledger
+from pactwright.runtime.store import Store
+from pactwright.runtime.store._backend import Backend
+from pactwright.runtime.store._migrations import LATEST
+
+__all__ = ["CRASH_ENV", "CRASH_POINTS", "Outcome", "Worker"]
+
+CRASH_ENV: Final = "PACTWRIGHT_TEST_CRASH_AT"
+CRASH_POINTS: Final = ("after_claim", "after_ledger_apply", "during_compare", "after_mark")
+TRANSIENT: Final = frozenset({"PW550", "PW552"})
+DEFAULT_LEASE: Final = 60
+MAX_BACKOFF: Final = 300
+
+# The first due entry whose agreement has nothing undelivered before it (commit order).
+_DUE = (
+    "SELECT o.agreement_id, o.event_seq, o.group_index, o.reference, o.program_path, o.variables, "
+    "o.expected_postings, o.attempts FROM outbox o "
+    "WHERE o.status = 'pending' AND (o.lease_until IS NULL OR o.lease_until <= ?) "
+    "AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.agreement_id = o.agreement_id AND e.status <> 'delivered' "
+    "AND (e.event_seq < o.event_seq OR (e.event_seq = o.event_seq AND e.group_index < o.group_index))) "
+    "ORDER BY o.created_at, o.agreement_id, o.event_seq, o.group_index LIMIT 1"
+)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one delivery attempt did: `delivered`, `quarantined`, `retry` or `skipped` (another worker won)."""
+
+    reference: str
+    status: str
+    attempts: int
+    code: str | None = None
+    message: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"reference": self.reference, "status": self.status, "attempts": self.attempts,
+                "code": self.code, "message": self.message}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Claim:
+    agreement_id: str
+    event_seq: int
+    group: int
+    reference: str
+    program_path: str
+    program_text: str | None
+    variables: Any
+    expected: Any
+    attempts: int
+
+
+def _owner() -> str:
+    return f"{socket.gethostname()[:64]}:{os.getpid()}:{os.urandom(4).hex()}"
+
+
+def _crash_point() -> str | None:
+    point = os.environ.get(CRASH_ENV) or None
+    if point is not None and point not in CRASH_POINTS:
+        raise UsageError(f"`{CRASH_ENV}={point}` names no crash point", expected=", ".join(CRASH_POINTS))
+    return point
+
+
+class Worker:
+    """Delivers due outbox entries from `store` to `ledger`; several may run at once on one store."""
+
+    def __init__(
+        self,
+        store: Store,
+        ledger: Ledger,
+        clock: Clock | None = None,
+        *,
+        owner: str | None = None,
+        lease_seconds: int = DEFAULT_LEASE,
+    ) -> None:
+        if lease_seconds < 1:
+            raise UsageError("a lease lasts at least 1 second", field="lease_seconds", found=str(lease_seconds))
+        self.store = store
+        self.ledger = ledger
+        self.clock = clock or SystemClock()
+        self.owner = owner or _owner()
+        self.lease_seconds = lease_seconds
+        self._crash_at = _crash_point()
+
+    # -- the loop ---------------------------------------------------------------
+
+    def deliver_one(self) -> Outcome | None:
+        """Claim and deliver the next due entry; None when nothing is due."""
+        claim = self._claim()
+        if claim is None:
+            return None
+        self._crash("after_claim")
+        return self._deliver(claim)
+
+    def drain(self, limit: int | None = None) -> list[Outcome]:
+        """Deliver until nothing is due (entries backing off are not due); the outcomes in order."""
+        done: list[Outcome] = []
+        while limit is None or len(done) < limit:
+            outcome = self.deliver_one()
+            if outcome is None:
+                break
+            done.append(outcome)
+        return done
+
+    def run(self, should_stop: Callable[[], bool], idle_seconds: float = 1.0) -> list[Outcome]:
+        """Deliver until `should_stop()` (checked between deliveries and while idle); never stops mid-entry."""
+        done: list[Outcome] = []
+        while not should_stop():
+            outcome = self.deliver_one()
+            if outcome is not None:
+                done.append(outcome)
+                continue
+            waited = 0.0
+            while waited < idle_seconds and not should_stop():
+                time.sleep(0.05)
+                waited += 0.05
+        return done
+
+    # -- the four steps -----------------------------------------------------------
+
+    def _now(self) -> int:
+        return epoch_seconds(self.clock)
+
+    def _claim(self) -> _Claim | None:
+        if self.store.schema_version() < LATEST:
+            return None  # a store made before the outbox existed has nothing to deliver
+        now = self._now()
+        with self.store.transaction(write=True, exclusive=False) as db:
+            sql = _DUE + (" FOR UPDATE OF o SKIP LOCKED" if db.name == "postgresql" else "")
+            found = db.query(sql, (now,))
+            if not found:
+                return None
+            agreement_id, seq, group, reference, path, variables, expected, attempts = found[0]
+            db.execute(
+                "UPDATE outbox SET lease_owner = ?, lease_until = ?, attempts = ?, updated_at = ? "
+                "WHERE reference = ? AND status = 'pending'",
+                (self.owner, now + self.lease_seconds, int(attempts) + 1, now, reference),
+            )
+            text = _program(self.store, db, str(agreement_id), str(path))
+        return _Claim(str(agreement_id), int(seq), int(group), str(reference), str(path), text,
+                      _json(variables), _json(expected), int(attempts) + 1)  # fmt: skip
+
+    def _deliver(self, claim: _Claim) -> Outcome:
+        if claim.program_text is None:
+            return self._quarantine(claim, "PW562", f"no verified ledger program `{claim.program_path}`", None)
+        try:
+            expected = normalize_expected(claim.expected)
+            variables = _variables(claim.variables)
+        except Mismatch as exc:
+            return self._quarantine(claim, "PW562", str(exc), None)
+        try:
+            returned: object = self.ledger.apply(claim.reference, claim.program_text, variables)
+        except LedgerError as exc:
+            if exc.code in TRANSIENT:
+                return self._back_off(claim, exc.code, exc.message)
+            return self._quarantine(claim, "PW561", f"the ledger refused it: [{exc.code}] {exc.message}", None)
+        except PactwrightError as exc:
+            return self._back_off(claim, exc.code, exc.message)
+        except Exception as exc:  # noqa: BLE001 - the ledger's driver or transport failed: retry later
+            return self._back_off(claim, "PW563", f"{type(exc).__name__}: {str(exc).strip()[:200]}")
+        self._crash("after_ledger_apply")
+        try:
+            delivered = compare(expected, returned, self._compare_hook)
+        except Mismatch as exc:
+            return self._quarantine(claim, "PW560", str(exc), returned)
+        outcome = self._mark(claim, "delivered", delivered, None, None)
+        self._crash("after_mark")
+        return outcome
+
+    def _mark(self, claim: _Claim, status: str, side: Any, code: str | None, message: str | None) -> Outcome:
+        now = self._now()
+        with self.store.transaction(write=True, exclusive=False) as db:
+            _lock_agreement(db, claim.agreement_id)
+            current = db.query("SELECT status FROM outbox WHERE reference = ?", (claim.reference,))
+            if not current or current[0][0] != "pending":
+                return Outcome(claim.reference, "skipped", claim.attempts)  # another worker finished it
+            error = None if code is None else f"{code}: {message}"
+            db.execute(
+                "UPDATE outbox SET status = ?, delivered_postings = ?, lease_owner = NULL, lease_until = NULL, "
+                "last_error = ?, updated_at = ? WHERE reference = ?",
+                (status, None if side is None else rows.dumps(side), error, now, claim.reference),
+            )
+            body: dict[str, Any] = {"reference": claim.reference, "event_seq": claim.event_seq,
+                                    "group": claim.group, "program": claim.program_path, "at": now}  # fmt: skip
+            if status == "delivered":
+                rows.append_evidence(db, claim.agreement_id, "delivered", {**body, "postings": side})
+            else:
+                expected = claim.expected if isinstance(claim.expected, list) else None
+                rows.append_evidence(db, claim.agreement_id, "quarantined",
+                                     {**body, "expected": expected, "ledger": side, "code": code,
+                                      "reason": message})  # fmt: skip
+        return Outcome(claim.reference, status, claim.attempts, code, message)
+
+    def _quarantine(self, claim: _Claim, code: str, message: str, returned: object) -> Outcome:
+        return self._mark(claim, "quarantined", ledger_side(returned), code, message)
+
+    def _back_off(self, claim: _Claim, code: str, message: str) -> Outcome:
+        now = self._now()
+        delay = min(MAX_BACKOFF, 2 ** min(claim.attempts, 16))
+        with self.store.transaction(write=True, exclusive=False) as db:
+            db.execute(
+                "UPDATE outbox SET lease_owner = NULL, lease_until = ?, last_error = ?, updated_at = ? "
+                "WHERE reference = ? AND status = 'pending' AND lease_owner = ?",
+                (now + delay, f"{code}: {message}"[:500], now, claim.reference, self.owner),
+            )
+        return Outcome(claim.reference, "retry", claim.attempts, code, message)
+
+    # -- the test-only crash hook ---------------------------------------------------
+
+    def _crash(self, point: str) -> None:
+        if self._crash_at == point:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def _compare_hook(self, index: int) -> None:
+        if index == 0:
+            self._crash("during_compare")
+
+
+def _json(value: object) -> Any:
+    try:
+        return rows.loads(value, "outbox entry")
+    except PactwrightError:
+        return None
+
+
+def _variables(value: Any) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise Mismatch("the variables stored at commit are malformed")
+    return dict(value)
+
+
+def _program(store: Store, db: Backend, agreement_id: str, path: str) -> str | None:
+    """The ledger program's text from the agreement's own bundle, every stored byte re-verified.
+
+    None when the bundle no longer verifies or has no such program: the
+    entry is then quarantined, never delivered with bytes nobody activated.
+    """
+    try:
+        agreement = rows.read(db, agreement_id, lock=False)
+        data = rows.load_bundle(store, db, agreement).stored.files.get(path)
+    except PactwrightError:
+        return None
+    if data is None or not path.startswith("ledger/"):
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _lock_agreement(db: Backend, agreement_id: str) -> None:
+    """The evidence chain is appended under the agreement's row lock (SQLite: BEGIN IMMEDIATE already is)."""
+    if db.name == "postgresql":
+        db.query("SELECT id FROM agreements WHERE id = ? FOR UPDATE", (agreement_id,))

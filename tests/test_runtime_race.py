@@ -1,0 +1,145 @@
+"""The terminal race: 1,000 races on PostgreSQL and 200 on SQLite, each between two OS processes.
+
+Two long-lived processes (separate interpreters, `spawn`, each with its own
+store connection) meet at a barrier before every race, then submit a
+settling command for the same agreement at the same version:
+
+- `release` by the buyer against the scheduler's `auto_release` after the
+  deadline (the scheduler side plans through `runtime.scheduler.plan`, as a
+  scan that read the agreement just before the buyer's commit would, and
+  fires through `runtime.scheduler.fire`);
+- `rule_for_buyer` against `rule_for_seller`, both by the arbiter.
+
+Half the races are of each kind. Exactly one side commits; the other is
+refused with PW509 (STALE_AGREEMENT_VERSION) or PW510 (already final). Then
+every agreement holds exactly one settlement event and one settlement outbox
+entry, and its escrow is 0. The test prints the counts.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from multiprocessing.synchronize import Barrier
+from typing import Any
+
+import pytest
+
+from pactwright.errors import PactwrightError
+from pactwright.runtime import TestClock, open_agreement, show, submit
+from pactwright.runtime.store import open_store
+from tests.signed_bundles import PACT_ID
+from tests.test_runtime_commands import PARTIES, T0, WINDOW, url
+
+__all__ = ["url"]  # the fixture, reused from the command tests
+
+RACES = {"sqlite": 200, "postgresql": 1000}
+DEADLINE = T0 + 60 + WINDOW
+SETTLING = {"release", "auto_release", "rule_for_buyer", "rule_for_seller"}
+
+
+def _setup(store_url: str, races: int) -> list[tuple[str, str]]:
+    """Open `races` agreements: even ones delivered (deadline race), odd ones disputed (ruling race)."""
+    plan: list[tuple[str, str]] = []
+    with open_store(store_url) as store:
+        for n in range(races):
+            agreement_id, kind = f"t{n:04d}", ("deadline" if n % 2 == 0 else "ruling")
+            open_agreement(store, PACT_ID, {"price": "10.01"}, PARTIES, agreement_id=agreement_id, clock=TestClock(T0))
+            submit(store, agreement_id, "fund", "buyer", "alice", "fund", clock=TestClock(T0))
+            submit(store, agreement_id, "deliver", "seller", "bob", "deliver", clock=TestClock(T0 + 60))
+            if kind == "ruling":
+                submit(store, agreement_id, "dispute", "buyer", "alice", "dispute", clock=TestClock(T0 + 120))
+            plan.append((agreement_id, kind))
+    return plan
+
+
+def _side(store_url: str, side: int, plan: list[tuple[str, str]], barrier: Barrier, out: Any) -> None:
+    """One racer: side 0 is the buyer (or rule_for_buyer), side 1 the scheduler (or rule_for_seller)."""
+    from pactwright.runtime._agreement import load_bundle, read
+    from pactwright.runtime.scheduler import fire
+    from pactwright.runtime.scheduler import plan as schedule
+
+    clock = TestClock(DEADLINE)
+    outcomes: list[tuple[str, str]] = []
+    with open_store(store_url, migrate_schema=False) as store:
+        for agreement_id, kind in plan:
+            due = None
+            if kind == "deadline" and side == 1:
+                with store.transaction(write=False) as db:
+                    agreement = read(db, agreement_id, lock=False)
+                    due = schedule(load_bundle(store, db, agreement), agreement, DEADLINE)
+                assert due is not None and due.transition == "auto_release" and due.expect_version == 2
+            barrier.wait(timeout=60)
+            try:
+                if due is not None:
+                    outcome = fire(store, due, clock)
+                elif kind == "deadline":
+                    submit(store, agreement_id, "release", "buyer", "alice", "release", expect_version=2, clock=clock)
+                    outcome = "committed"
+                else:
+                    transition = "rule_for_buyer" if side == 0 else "rule_for_seller"
+                    submit(store, agreement_id, transition, "arbiter", "carol", transition, expect_version=3,
+                           clock=clock)  # fmt: skip
+                    outcome = "committed"
+            except PactwrightError as exc:
+                outcome = exc.code
+            outcomes.append((agreement_id, outcome))
+    out.put((side, outcomes))
+
+
+def test_1000_races_on_postgresql_and_200_on_sqlite_each_settle_exactly_once(url: str) -> None:
+    backend = "postgresql" if url.startswith("postgresql") else "sqlite"
+    races = RACES[backend]
+    started = time.monotonic()
+    plan = _setup(url, races)
+    setup_seconds = time.monotonic() - started
+    ctx = multiprocessing.get_context("spawn")
+    barrier, out = ctx.Barrier(2), ctx.Queue()
+    procs = [ctx.Process(target=_side, args=(url, side, plan, barrier, out)) for side in (0, 1)]
+    for proc in procs:
+        proc.start()
+    results = dict(out.get(timeout=600) for _ in procs)
+    for proc in procs:
+        proc.join(timeout=60)
+        assert proc.exitcode == 0
+    race_seconds = time.monotonic() - started - setup_seconds
+    wins = {("deadline", 0): 0, ("deadline", 1): 0, ("ruling", 0): 0, ("ruling", 1): 0}
+    losers: dict[str, int] = {}
+    sides = [dict(results[0]), dict(results[1])]
+    with open_store(url) as store:
+        rows = store.dump()
+        settles: dict[str, int] = {}
+        for row in rows["events"]:
+            if row[3] in SETTLING:
+                settles[row[0]] = settles.get(row[0], 0) + 1
+        outbox: dict[str, int] = {}
+        for row in rows["outbox"]:
+            if int(row[1]) > 1:  # every entry after the funding one settles
+                outbox[row[0]] = outbox.get(row[0], 0) + 1
+        for agreement_id, kind in plan:
+            pair = [sides[0][agreement_id], sides[1][agreement_id]]
+            assert pair.count("committed") == 1, (agreement_id, pair)
+            loser = pair[1 - pair.index("committed")]
+            assert loser in ("PW509", "PW510"), (agreement_id, pair)
+            losers[loser] = losers.get(loser, 0) + 1
+            wins[(kind, pair.index("committed"))] += 1
+            assert settles.get(agreement_id) == 1 and outbox.get(agreement_id) == 1, agreement_id
+        for agreement_id, _ in plan[:: max(1, races // 50)]:
+            assert show(store, agreement_id).agreement.balances["escrow"] == 0
+        assert all('"escrow":"0"' in str(row[11]) for row in rows["agreements"] if str(row[0]).startswith("t"))
+    print(
+        f"\n{races} terminal races on {backend} ({setup_seconds:.1f}s setup, {race_seconds:.1f}s racing): "
+        f"release by buyer {wins[('deadline', 0)]} vs auto_release by scheduler {wins[('deadline', 1)]}; "
+        f"rule_for_buyer {wins[('ruling', 0)]} vs rule_for_seller {wins[('ruling', 1)]}; "
+        f"losers refused {dict(sorted(losers.items()))}; double settlements 0"
+    )
+
+
+@pytest.fixture(autouse=True)
+def _show_counts(capsys: pytest.CaptureFixture[str]) -> Any:
+    """Print the race counts even when pytest captures output (`-q` in CI)."""
+    yield
+    with capsys.disabled():
+        text = capsys.readouterr().out
+        if text:
+            print(text, end="")
