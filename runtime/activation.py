@@ -70,7 +70,7 @@ VERIFICATION_ORDER: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("threshold of distinct signer keys; one entry per key", ("PW449", "PW450")),
     ("approval: trusted approver for this pact, valid, for this candidate", ("PW451", "PW452", "PW453")),
     ("report: present, well-formed, the manifest's, bound to this candidate and these bytes, passing",
-     ("PW454", "PW455", "PW456", "PW457", "PW458", "PW459")),
+     ("PW454", "PW455", "PW456", "PW457", "PW458", "PW459", "PW462")),
     ("version against the store's active one (in the activation transaction)", ("PW460", "PW461")),
 )  # fmt: skip
 
@@ -100,7 +100,7 @@ class VerifiedBundle:
 def verify_bundle(files: Mapping[str, bytes], trust: bytes | Trust, *, now: datetime) -> VerifiedBundle:
     """Every check of `VERIFICATION_ORDER` except the version, over bytes only.
 
-    Raises `Refusal` (PW424-PW459) or, for a bad trust file, `UsageError`
+    Raises `Refusal` (PW424-PW459, PW462) or, for a bad trust file, `UsageError`
     (PW403-PW406). Pure: no file system, no store, no clock but `now`.
     """
     if now.tzinfo is None:

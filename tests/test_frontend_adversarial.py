@@ -570,7 +570,8 @@ effect amount {
   amount amount
   consequence "{amount} for {ref}"
 }
-effect other { risk R1 reversibility compensable strategy compensate with amount }
+effect undo { risk R1 reversibility reversible }
+effect other { risk R1 reversibility compensable strategy compensate with undo }
 state amount initial
 state done final
 clause "1" transition go: amount -> done {
