@@ -17,6 +17,7 @@ import re
 from fractions import Fraction
 from typing import Any
 
+from pactwright.bundle_models import ModelDocument, emitted
 from pactwright.canonical import canonical_bytes
 from pactwright.compiler._regex_samples import Unsupported, texts
 from pactwright.compiler.lower import Json
@@ -216,7 +217,15 @@ def _deadline(expr: Json) -> Json:
 
 
 def build_model(table: Json) -> Json:
-    """The verifier's model, derived from the transition table alone."""
+    """The verifier's model, derived from the transition table alone.
+
+    Checked against the kernel's `ModelDocument` (the model the verifier reads
+    it through) and returned as that model's dump: the document built here.
+    """
+    return emitted(ModelDocument, _model(table)).to_json()
+
+
+def _model(table: Json) -> Json:
     deadlines: list[Json] = []
     for transition in table["transitions"]:
         _deadlines(transition["guard"], deadlines)

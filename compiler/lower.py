@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from pactwright.bundle_models import TransitionTable, emitted
 from pactwright.candidate import Candidate, Effect, Expr, Param, Transfer, Transition
 from pactwright.compiler.payload import call_amount, money_moving_effects
 from pactwright.money import Percent
@@ -154,7 +155,16 @@ def _ledger_vars(transition: Transition, postings: list[Json], candidate: Candid
 
 
 def lower(candidate: Candidate, candidate_hash: str) -> Json:
-    """The transition table: states, accounts, params and resolved transitions."""
+    """The transition table: states, accounts, params and resolved transitions.
+
+    The table is checked against the kernel's `TransitionTable` (the model the
+    runtime reads it through) and returned as that model's dump, which is the
+    document built here, field for field.
+    """
+    return emitted(TransitionTable, _table(candidate, candidate_hash)).to_json()
+
+
+def _table(candidate: Candidate, candidate_hash: str) -> Json:
     params = {p.name: p for p in candidate.params}
     effects = {e.name: e for e in candidate.effects}
     moving = money_moving_effects(candidate)

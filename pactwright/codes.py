@@ -175,6 +175,8 @@ CODES: dict[str, str] = {
     "PW518": "stored agreement record unreadable",
     "PW519": "bad idempotency key",
     "PW520": "bad clock file",
+    "PW521": "ledger program and transfer rules disagree",
+    "PW522": "effect amount above its ceiling",
     # PW550-PW579: the durable ledger
     "PW550": "ledger cannot be opened",
     "PW551": "ledger schema unknown to this release",

@@ -9,13 +9,16 @@ an edited row is never guessed at.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pactwright.canonical import canonical_bytes, hash_bytes, load_json
 from pactwright.errors import CommandError, PactwrightError
 from pactwright.runtime._evaluate import Value, View, typed_value
 from pactwright.runtime.store import Store, StoredBundle
 from pactwright.runtime.store._backend import Backend
+
+if TYPE_CHECKING:
+    from pactwright.bundle_models import TransitionTable
 
 TRANSITIONS_PATH = "transitions.json"
 COLUMNS = (
@@ -56,10 +59,16 @@ def loads(text: object, what: str) -> Any:
 
 @dataclass(frozen=True)
 class Bundle:
-    """An agreement's bundle: its re-verified files and its parsed transitions.json."""
+    """An agreement's bundle: its re-verified files and its transitions.json.
+
+    `table` is the document as the kernel's `TransitionTable` model; `doc` is
+    that model's dump (the same document, as plain JSON values), which the
+    command path indexes.
+    """
 
     stored: StoredBundle
     doc: dict[str, Any]
+    table: TransitionTable
 
     @property
     def scale(self) -> int:
@@ -79,23 +88,52 @@ class Bundle:
         return {a["name"] for a in self.doc["accounts"] if a["external"]}
 
 
-_TABLES: dict[str, dict[str, Any]] = {}  # transitions.json by its sha256: parsing is a function of the bytes
+# transitions.json by its sha256, read: reading is a function of the bytes.
+_TABLES: dict[str, tuple[TransitionTable, dict[str, Any]]] = {}
 
 
 def bundle_of(stored: StoredBundle) -> Bundle:
-    """The bundle with its parsed transitions.json (read-only: the parse is shared by every load of
-    the same bytes, whose hashes the store has just re-checked)."""
+    """The bundle with its transitions.json read through the kernel's `TransitionTable`.
+
+    A document that is not canonical JSON, not of the format this runtime
+    reads, or not of that format's shape (a field missing or extra, a wrong
+    type, an unknown expression operator, a transition naming an undeclared
+    state) is refused with PW518, naming the field. The result is read-only:
+    it is shared by every load of the same bytes, whose hashes the store has
+    just re-checked.
+    """
     data = stored.files[TRANSITIONS_PATH]
     digest = hash_bytes(data)
-    doc = _TABLES.get(digest)
-    if doc is None:
-        doc = load_json(data)
-        if not isinstance(doc, dict) or doc.get("format") != "pactwright.transitions/1":
-            raise CommandError(f"bundle {stored.manifest_hash} has no readable transitions.json", code="PW518")
+    found = _TABLES.get(digest)
+    if found is None:
+        found = _read_table(stored.manifest_hash, data)
         if len(_TABLES) >= 64:
             _TABLES.clear()
-        _TABLES[digest] = doc
-    return Bundle(stored, doc)
+        _TABLES[digest] = found
+    return Bundle(stored, found[1], found[0])
+
+
+def _read_table(manifest_hash: str, data: bytes) -> tuple[TransitionTable, dict[str, Any]]:
+    # Imported here: pydantic's start-up is paid only by commands that read a bundle.
+    from pydantic import ValidationError
+
+    from pactwright.bundle_models import TRANSITIONS_FORMAT, TransitionTable, problem
+
+    unreadable = f"bundle {manifest_hash} has no readable transitions.json"
+    try:
+        doc = load_json(data)
+    except PactwrightError as exc:
+        raise CommandError(f"{unreadable}: {exc.message}", code="PW518") from None
+    if not isinstance(doc, dict) or doc.get("format") != TRANSITIONS_FORMAT:
+        raise CommandError(unreadable, code="PW518")
+    try:
+        table = TransitionTable.model_validate(doc)
+    except ValidationError as exc:
+        path, message, _ = problem(exc)
+        raise CommandError(
+            f"{unreadable}: at `{path}`: {message}", code="PW518", file=TRANSITIONS_PATH, field=path
+        ) from None
+    return table, table.to_json()
 
 
 @dataclass(frozen=True)
@@ -200,9 +238,20 @@ def read(db: Backend, agreement_id: str, *, lock: bool) -> Agreement:
     return _from_row(rows[0])
 
 
-def load_bundle(store: Store, db: Backend, agreement: Agreement) -> Bundle:
-    """The agreement's own activation's bundle, every stored byte re-verified, and its hash the recorded one."""
-    stored = store.load_activation_in(db, agreement.activation_id)
+EXECUTED = ("ledger/",)  # what a command runs, besides transitions.json: the ledger programs
+
+
+def load_bundle(store: Store, db: Backend, agreement: Agreement, only: tuple[str, ...] | None = None) -> Bundle:
+    """The agreement's own activation's bundle, re-verified, and its manifest hash the recorded one.
+
+    Without `only` every stored byte is read and re-hashed. With `only`
+    (paths, and prefixes ending in `/`, such as `EXECUTED`), just those files,
+    transitions.json, the manifest, approval and signatures are read and
+    re-hashed: every byte the caller will use is checked, the other files'
+    rows are checked against the manifest, and their bytes are not read.
+    """
+    wanted = None if only is None else (TRANSITIONS_PATH, *only)
+    stored = store.load_activation_in(db, agreement.activation_id, wanted)
     if stored.manifest_hash != agreement.manifest_hash or stored.pact_id != agreement.pact_id:
         raise CommandError(
             f"agreement `{agreement.id}` records bundle {agreement.manifest_hash} but its activation holds "

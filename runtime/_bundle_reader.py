@@ -1,236 +1,23 @@
-"""Read a bundle directory into `{relative path: bytes}` without trusting the directory.
+"""Activation's view of the kernel's bundle reader: the same walk, activation's codes.
 
-Verification works on bytes (`activation.verify_bundle`); this is the only
-place that touches the file system, and it refuses before reading anything
-whole:
-
-1. walk the tree with `lstat` only, through directory file descriptors
-   opened with `O_NOFOLLOW` (so a parent swapped for a symlink mid-walk is
-   not followed): refuse symbolic links (PW420), anything that is not a
-   regular file or directory (PW421), files over the per-file limit (PW422),
-   too many files or directories, too deep a tree or too many bytes in total
-   (PW423), and empty directories (PW433, an unlisted entry); a directory
-   listing is abandoned as soon as it holds more entries than the limits
-   allow, so a directory of millions of names is refused without listing it;
-2. only then open each file with `O_NOFOLLOW | O_NONBLOCK`, check with
-   `fstat` that it is still the same regular file, and read at most the
-   size `lstat` reported plus one byte; a file that changed (or vanished) in
-   between is refused (PW421), never half-read.
-
-Names are returned exactly as the directory holds them (POSIX separators,
-no normalization), so the closed-world check sees a `Model.json` or a
-full-width `ｍodel.json` as the different name it is.
+Reading a directory safely (lstat first, limits before any read, no
+symlink followed, a file that changes while read refused) is
+`pactwright.bundle_reader.read_tree`, which `sign` uses too. This module
+only maps its tree rules to PW420-PW423 and PW433 (an empty directory), and
+keeps pass 2 (`_read`) a module attribute so fault-injection tests can
+change a file between sizing and reading.
 """
 
 from __future__ import annotations
 
-import errno
 import os
-import stat
-from dataclasses import dataclass
 
-from pactwright.errors import UsageError
-from pactwright.runtime._refusal import Refusal, show
+from pactwright.bundle_reader import BundleRuleError, Entry, Limits, read_entry, read_tree
+from pactwright.runtime._checks_files import as_refusal
 
-_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
-_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-_CHUNK = 1 << 20
+__all__ = ["Limits", "read_bundle"]
 
-
-@dataclass(frozen=True)
-class Limits:
-    """What a bundle may weigh before activation reads it.
-
-    The defaults are far above a compiled policy (the reference bundle is
-    ~120 KB in 14 files) and far below what would hurt a deploy host.
-    """
-
-    max_file_bytes: int = 16 * 1024 * 1024
-    max_total_bytes: int = 64 * 1024 * 1024
-    max_files: int = 10_000
-    max_depth: int = 8
-    # Each directory holds an open descriptor until every file is read; this
-    # stays far below any process's descriptor limit (256 on macOS).
-    max_directories: int = 64
-
-
-@dataclass(frozen=True)
-class _Entry:
-    path: str
-    name: str
-    dir_fd: int
-    size: int
-    dev: int
-    ino: int
-
-
-def _kind(mode: int) -> str:
-    for test, name in (
-        (stat.S_ISFIFO, "a named pipe"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-    ):
-        if test(mode):
-            return name
-    return "not a regular file"
-
-
-class _Walk:
-    """Pass 1: stat every entry, open directories, read nothing."""
-
-    def __init__(self, limits: Limits) -> None:
-        self.limits = limits
-        self.entries: list[_Entry] = []
-        self.dir_fds: list[int] = []
-        self.total = 0
-        self.listed = 0  # directory entries seen so far, of any kind
-
-    def _names(self, dir_fd: int, prefix: str) -> list[str]:
-        """A directory's names, sorted; refused (PW423) once more entries than the limits allow were seen."""
-        limits = self.limits
-        most = limits.max_files + limits.max_directories
-        names = []
-        with os.scandir(dir_fd) as listing:
-            for entry in listing:
-                self.listed += 1
-                if self.listed > most:
-                    where = prefix.rstrip("/") or "."
-                    raise Refusal(
-                        "PW423",
-                        f"the bundle holds more than {most} entries (seen in `{show(where)}`)",
-                        file=where,
-                        expected=f"at most {limits.max_files} files and {limits.max_directories} directories",
-                        found=f"more than {most} entries",
-                        labels=("limit", "on disk"),
-                    )
-                names.append(entry.name)
-        return sorted(names)
-
-    def directory(self, dir_fd: int, prefix: str, depth: int) -> int:
-        """Walk one directory; returns how many regular files it holds, recursively."""
-        found = 0
-        for name in self._names(dir_fd, prefix):
-            path = prefix + name
-            try:
-                st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-            except FileNotFoundError:
-                raise _changed(path) from None
-            if stat.S_ISLNK(st.st_mode):
-                raise Refusal(
-                    "PW420",
-                    f"`{show(path)}` is a symbolic link; a bundle holds only regular files",
-                    file=path,
-                    hint="copy the bundle with its files dereferenced, or rebuild it",
-                )
-            if stat.S_ISDIR(st.st_mode):
-                if depth + 1 > self.limits.max_depth:
-                    raise Refusal(
-                        "PW423",
-                        f"`{show(path)}` is nested deeper than {self.limits.max_depth} directories",
-                        file=path,
-                    )
-                child = self._open_dir(name, dir_fd, path, st)
-                inside = self.directory(child, path + "/", depth + 1)
-                if inside == 0:
-                    raise Refusal(
-                        "PW433",
-                        f"`{show(path)}/` holds no files; a bundle has no directories but those of listed files",
-                        file=path,
-                    )
-                found += inside
-                continue
-            if not stat.S_ISREG(st.st_mode):
-                raise Refusal("PW421", f"`{show(path)}` is {_kind(st.st_mode)}, not a regular file", file=path)
-            self._file(path, name, dir_fd, st)
-            found += 1
-        return found
-
-    def _open_dir(self, name: str, dir_fd: int, path: str, st: os.stat_result) -> int:
-        if len(self.dir_fds) > self.limits.max_directories:  # the root's descriptor is one of them
-            raise Refusal(
-                "PW423",
-                f"the bundle holds more than {self.limits.max_directories} directories",
-                file=path,
-                hint="a compiled bundle has a handful of directories; this one is not what `pactwright build` wrote",
-            )
-        try:
-            fd = os.open(name, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=dir_fd)
-        except OSError as exc:
-            raise _os_refusal(exc, path) from None
-        self.dir_fds.append(fd)
-        after = os.fstat(fd)
-        if (after.st_dev, after.st_ino) != (st.st_dev, st.st_ino):
-            raise _changed(path)
-        return fd
-
-    def _file(self, path: str, name: str, dir_fd: int, st: os.stat_result) -> None:
-        limits = self.limits
-        if st.st_size > limits.max_file_bytes:
-            raise Refusal(
-                "PW422",
-                f"`{show(path)}` is {st.st_size} bytes, over the per-file limit",
-                file=path,
-                expected=f"at most {limits.max_file_bytes} bytes",
-                found=f"{st.st_size} bytes",
-                labels=("limit", "on disk"),
-                hint="raise `--max-file-bytes` only if this bundle is really this large",
-            )
-        if len(self.entries) >= limits.max_files:
-            raise Refusal("PW423", f"the bundle holds more than {limits.max_files} files", file=path)
-        self.total += st.st_size
-        if self.total > limits.max_total_bytes:
-            raise Refusal(
-                "PW423",
-                f"the bundle is over the total size limit when `{show(path)}` is counted",
-                file=path,
-                expected=f"at most {limits.max_total_bytes} bytes",
-                found=f"at least {self.total} bytes",
-                labels=("limit", "on disk"),
-                hint="raise `--max-total-bytes` only if this bundle is really this large",
-            )
-        self.entries.append(_Entry(path, name, dir_fd, st.st_size, st.st_dev, st.st_ino))
-
-
-def _changed(path: str) -> Refusal:
-    return Refusal("PW421", f"`{show(path)}` changed while the bundle was being read", file=path)
-
-
-def _os_refusal(exc: OSError, path: str) -> Refusal | UsageError:
-    if exc.errno == errno.ELOOP:
-        return Refusal("PW420", f"`{show(path)}` is a symbolic link; a bundle holds only regular files", file=path)
-    if exc.errno in (errno.ENOENT, errno.ENOTDIR):
-        # Sized in pass 1, gone (or its directory replaced by a file) by now: a bundle being changed.
-        return _changed(path)
-    return UsageError(f"cannot read `{show(path)}` in the bundle: {exc.strerror or exc}")
-
-
-def _read(entry: _Entry) -> bytes:
-    """Pass 2: read one file that pass 1 sized, refusing if it changed since."""
-    try:
-        fd = os.open(entry.name, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC, dir_fd=entry.dir_fd)
-    except OSError as exc:
-        raise _os_refusal(exc, entry.path) from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (entry.dev, entry.ino):
-            raise _changed(entry.path)
-        chunks: list[bytes] = []
-        remaining = entry.size + 1  # one byte more reveals a file that grew
-        while remaining > 0:
-            chunk = os.read(fd, min(_CHUNK, remaining))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-    finally:
-        os.close(fd)
-    data = b"".join(chunks)
-    if len(data) != entry.size:
-        raise _changed(entry.path)
-    return data
+_read = read_entry
 
 
 def read_bundle(root: str | os.PathLike[str], limits: Limits | None = None) -> dict[str, bytes]:
@@ -239,19 +26,11 @@ def read_bundle(root: str | os.PathLike[str], limits: Limits | None = None) -> d
     `root` itself is opened like any directory the operator names (it may be
     a symlink to a release directory); nothing inside it may be.
     """
-    limits = limits or Limits()
+
+    def read(entry: Entry) -> bytes:
+        return _read(entry)  # looked up at call time, so a replaced `_read` is the one used
+
     try:
-        root_fd = os.open(root, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
-    except OSError as exc:
-        raise UsageError(f"cannot read bundle `{os.fsdecode(root)}`: {exc.strerror or exc}") from None
-    walk = _Walk(limits)
-    walk.dir_fds.append(root_fd)
-    try:
-        try:
-            walk.directory(root_fd, "", 0)
-        except OSError as exc:
-            raise UsageError(f"cannot read bundle `{os.fsdecode(root)}`: {exc.strerror or exc}") from None
-        return {entry.path: _read(entry) for entry in walk.entries}
-    finally:
-        for fd in walk.dir_fds:
-            os.close(fd)
+        return read_tree(root, limits, read=read)
+    except BundleRuleError as exc:
+        raise as_refusal(exc) from None

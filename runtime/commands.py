@@ -9,9 +9,11 @@ params agree with the agreement's, the guard holds at the trusted time, an
 approval is present where required. It then runs the bundle's ledger program
 with the runtime's Numscript interpreter against the agreement's OWN
 balances (so a command that would take a non-external account below zero is
-refused here, before any ledger sees it), and commits the event, the outbox
-rows with the expected postings, the new state, the idempotency key and an
-evidence record together. Every refusal is a `CommandError` (PW501-PW520)
+refused here, before any ledger sees it), checks that the kernel's movement
+arithmetic (`pactwright.movement`, which the verifier explores with) gives
+the same postings, and commits the event, the outbox rows with the expected
+postings, the new state, the idempotency key and an evidence record
+together. Every refusal is a `CommandError` (PW501-PW522)
 raised before anything is written.
 """
 
@@ -22,7 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pactwright.canonical import canonical_bytes, hash_bytes
-from pactwright.errors import CommandError, LedgerError
+from pactwright.errors import CommandError, LedgerError, PactwrightError
+from pactwright.money import Percent, format_money
+from pactwright.movement import ledger_postings, params_of
 from pactwright.runtime import _agreement as rows
 from pactwright.runtime._agreement import Agreement, Bundle
 from pactwright.runtime._evaluate import evaluate, false_parts
@@ -216,7 +220,45 @@ def _postings(bundle: Bundle, agreement: Agreement, transition: Mapping[str, Any
         out.append({"source": source, "destination": target, "source_address": posting.source,
                     "destination_address": posting.destination, "amount": str(posting.amount),
                     "asset": posting.asset})  # fmt: skip
+    _same_movement(bundle, agreement, transition, variables, out)
     return out, balances, variables
+
+
+def _same_movement(bundle: Bundle, agreement: Agreement, transition: Mapping[str, Any],
+                   variables: Mapping[str, str], out: list[dict[str, str]]) -> None:  # fmt: skip
+    """Refuse (PW521) unless the kernel's movement arithmetic gives exactly the program's postings.
+
+    `pactwright.movement` is what the verifier's explorer moves money with;
+    computing it here from the transition's own rules, with the amounts the
+    program's variables carry, means a commit never sends the ledger a split
+    the verifier did not check.
+    """
+    kinds = {str(p["name"]): str(p["type"]) for p in bundle.doc["params"]}
+    expected: list[tuple[str, str, int]] = []
+    try:
+        for posting in transition["postings"]:
+            rule, source = posting["rule"], posting["amount_source"]
+            amount = int(source["minor"]) if source["kind"] == "literal" else int(variables[source["var"]].split()[-1])
+            values = {name: Percent.parse(agreement.params[name]).value if kinds[name] == "percent"
+                      else int(agreement.params[name]) for name in params_of(rule)}  # fmt: skip
+            expected.extend(ledger_postings(amount, str(posting["source"]), rule, values))
+    except (ValueError, KeyError, PactwrightError) as exc:
+        why = f"`{exc.args[0]}` is missing" if isinstance(exc, KeyError) else str(exc)
+        raise _refuse("PW521", f"the transfer rules of `{transition['id']}` cannot be computed: {why}") from None
+    found = [(p["source"], p["destination"], int(p["amount"])) for p in out]
+    if found != expected:
+        at = next((i for i, pair in enumerate(zip(found, expected, strict=False)) if pair[0] != pair[1]),
+                  min(len(found), len(expected)))  # fmt: skip
+        ours, theirs = (_shown(found, at), _shown(expected, at))
+        raise _refuse("PW521", f"posting {at} of `{transition['id']}` is {ours} by the ledger program but {theirs} "
+                      "by the transfer rules the verifier checked", expected=theirs, found=ours)  # fmt: skip
+
+
+def _shown(postings: list[tuple[str, str, int]], at: int) -> str:
+    if at >= len(postings):
+        return "absent"
+    source, destination, amount = postings[at]
+    return f"`{source} -> {destination} {amount}`"
 
 
 def submit(
@@ -250,12 +292,13 @@ def submit(
             field = _differs(rows.loads(prior[0][1], "idempotent payload"), payload) or "payload"
             raise _refuse("PW515", f"idempotency key `{key}` was used for another payload: `{field}` differs",
                           field=field)  # fmt: skip
-        bundle = rows.load_bundle(store, db, agreement)
+        bundle = rows.load_bundle(store, db, agreement, rows.EXECUTED)
         spec = _check(bundle, agreement, transition, actor_role, actor_party, expect_version, command)
         if spec.get("guard") is not None and not evaluate(spec["guard"], agreement.view(bundle, now)):
             parts = false_parts(spec["guard"], agreement.view(bundle, now), bundle.scale)
             raise _refuse("PW512", f"the guard of `{transition}` is false at {now}: {'; '.join(parts)}",
                           field="guard")  # fmt: skip
+        _within_ceilings(bundle, agreement, spec, now)
         approval_id = _approval(db, agreement, spec, actor_party, digest)
         postings, balances, variables = _postings(bundle, agreement, spec, now)
         seq = agreement.version + 1
@@ -278,6 +321,32 @@ def submit(
         )
         _commit(db, bundle, agreement, after, result, spec, payload, digest, key, variables, approval_id)
         return result
+
+
+def _within_ceilings(bundle: Bundle, agreement: Agreement, transition: Mapping[str, Any], now: int) -> None:
+    """Refuse (PW522) a command a call of which carries more than its effect's `ceiling`.
+
+    The amount a call carries is the one the policy declares (`amount EXPR`),
+    fixed at commit; a ceiling is enforced before anything is written, as the
+    verifier's model assumes (such a command is never a successor there).
+    """
+    effects = {e["name"]: e for e in bundle.doc.get("effects", [])}
+    view = agreement.view(bundle, now)
+    for call in transition.get("effects", []):
+        ceiling = effects.get(call.get("effect"), {}).get("ceiling")
+        amount = call.get("amount")
+        if ceiling is None or amount is None:
+            continue
+        carried = evaluate(amount, view)
+        if not isinstance(carried, int) or carried > int(ceiling):
+            shown = "undefined" if not isinstance(carried, int) else format_money(carried, bundle.scale)
+            raise _refuse(
+                "PW522",
+                f"`{transition['id']}` would call `{call['effect']}` with {shown}, above its ceiling "
+                f"{format_money(int(ceiling), bundle.scale)}",
+                field="amount",
+                found=shown,
+            )
 
 
 def _commit(db: Backend, bundle: Bundle, before: Agreement, after: Agreement, result: SubmitResult,

@@ -15,7 +15,7 @@ from typing import Any
 from pactwright.errors import PactwrightError
 from pactwright.runtime import _agreement as rows
 from pactwright.runtime.store import Store
-from pactwright.runtime.store._migrations import LATEST
+from pactwright.runtime.store._migrations import RUNTIME_TABLES
 
 __all__ = ["OutboxEntry", "list_entries"]
 
@@ -65,7 +65,7 @@ def _decoded(value: object) -> Any:
 
 def list_entries(store: Store, *, quarantined: bool = False, agreement_id: str | None = None) -> list[OutboxEntry]:
     """Every outbox entry (or only the quarantined ones), in commit order per agreement."""
-    if store.schema_version() < LATEST:
+    if store.schema_version() < RUNTIME_TABLES:
         return []
     where, params = ["1 = 1"], []
     if quarantined:

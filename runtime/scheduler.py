@@ -40,7 +40,7 @@ from pactwright.runtime.clock import Clock, SystemClock, epoch_seconds
 from pactwright.runtime.commands import submit
 from pactwright.runtime.store import Store
 from pactwright.runtime.store._backend import Backend
-from pactwright.runtime.store._migrations import LATEST
+from pactwright.runtime.store._migrations import RUNTIME_TABLES
 
 __all__ = ["Due", "ScanResult", "deadline_of", "fire", "plan", "run", "scan"]
 
@@ -222,7 +222,7 @@ def scan(store: Store, clock: Clock | None = None, agreements: list[str] | None 
     clock = clock or SystemClock()
     now = epoch_seconds(clock)
     result = ScanResult(at=now)
-    if store.schema_version() < LATEST:
+    if store.schema_version() < RUNTIME_TABLES:
         return result  # a store made before agreements existed holds none
     with store.transaction(write=False) as db:
         candidates = _candidates(store, db, agreements)

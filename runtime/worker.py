@@ -50,7 +50,7 @@ from pactwright.runtime.clock import Clock, SystemClock, epoch_seconds
 from pactwright.runtime.ledger_api import Ledger
 from pactwright.runtime.store import Store
 from pactwright.runtime.store._backend import Backend
-from pactwright.runtime.store._migrations import LATEST
+from pactwright.runtime.store._migrations import RUNTIME_TABLES
 
 __all__ = ["CRASH_ENV", "CRASH_POINTS", "Outcome", "Worker"]
 
@@ -171,7 +171,7 @@ class Worker:
         return epoch_seconds(self.clock)
 
     def _claim(self) -> _Claim | None:
-        if self.store.schema_version() < LATEST:
+        if self.store.schema_version() < RUNTIME_TABLES:
             return None  # a store made before the outbox existed has nothing to deliver
         now = self._now()
         with self.store.transaction(write=True, exclusive=False) as db:
@@ -286,7 +286,7 @@ def _program(store: Store, db: Backend, agreement_id: str, path: str) -> str | N
     """
     try:
         agreement = rows.read(db, agreement_id, lock=False)
-        data = rows.load_bundle(store, db, agreement).stored.files.get(path)
+        data = rows.load_bundle(store, db, agreement, (path,)).stored.files.get(path)
     except PactwrightError:
         return None
     if data is None or not path.startswith("ledger/"):

@@ -13,29 +13,49 @@ settling command for the same agreement at the same version:
 Half the races are of each kind. Exactly one side commits; the other is
 refused with PW509 (STALE_AGREEMENT_VERSION) or PW510 (already final). Then
 every agreement holds exactly one settlement event and one settlement outbox
-entry, and its escrow is 0. The test prints the counts.
+entry, and its escrow is 0 in the store.
+
+Then the outbox worker (`runtime.worker.Worker.drain`, what `pactwright
+worker --drain` runs) delivers every entry to a ledger in its own database
+(`runtime.ledger_db.open_ledger`: the store's sibling SQLite file, or the
+schema `S_ledger` on PostgreSQL), and the LEDGER is checked on its own: every
+entry delivered, exactly one reference per agreement whose postings leave its
+escrow (the settlement), every escrow at 0, each asset summing to 0, and the
+ledger's balance of every address equal to the sum of the store's committed
+balances of the accounts at that address. The test prints the counts.
 """
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import time
+from collections.abc import Iterator
 from multiprocessing.synchronize import Barrier
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pactwright.errors import PactwrightError
 from pactwright.runtime import TestClock, open_agreement, show, submit
+from pactwright.runtime.ledger_db import DurableLedger, open_ledger
 from pactwright.runtime.store import open_store
-from tests.signed_bundles import PACT_ID
-from tests.test_runtime_commands import PARTIES, T0, WINDOW, url
-
-__all__ = ["url"]  # the fixture, reused from the command tests
+from pactwright.runtime.worker import Worker
+from tests.signed_bundles import BACKENDS, PACT_ID
+from tests.test_runtime_commands import PARTIES, T0, WINDOW
+from tests.test_runtime_worker import environment
 
 RACES = {"sqlite": 200, "postgresql": 1000}
 DEADLINE = T0 + 60 + WINDOW
 SETTLING = {"release", "auto_release", "rule_for_buyer", "rule_for_seller"}
+
+
+@pytest.fixture(params=BACKENDS)
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A store with the marketplace active; on PostgreSQL its ledger schema is dropped afterwards."""
+    with environment(request.param, tmp_path) as store_url:
+        yield store_url
 
 
 def _setup(store_url: str, races: int) -> list[tuple[str, str]]:
@@ -127,12 +147,53 @@ def test_1000_races_on_postgresql_and_200_on_sqlite_each_settle_exactly_once(url
         for agreement_id, _ in plan[:: max(1, races // 50)]:
             assert show(store, agreement_id).agreement.balances["escrow"] == 0
         assert all('"escrow":"0"' in str(row[11]) for row in rows["agreements"] if str(row[0]).startswith("t"))
+        drained = time.monotonic()
+        with open_ledger(None, url) as ledger:
+            outcomes = Worker(store, ledger, TestClock(DEADLINE)).drain()
+            drain_seconds = time.monotonic() - drained
+            statuses = {o.status for o in outcomes}
+            assert statuses == {"delivered"} and len(outcomes) == len(rows["outbox"]), statuses
+            settled = _ledger_settlements(ledger, plan)
+            _assert_ledger_matches_store(ledger, store.dump()["agreements"])
+    assert settled == dict.fromkeys((a for a, _ in plan), 1), {a: n for a, n in settled.items() if n != 1}
     print(
         f"\n{races} terminal races on {backend} ({setup_seconds:.1f}s setup, {race_seconds:.1f}s racing): "
         f"release by buyer {wins[('deadline', 0)]} vs auto_release by scheduler {wins[('deadline', 1)]}; "
         f"rule_for_buyer {wins[('ruling', 0)]} vs rule_for_seller {wins[('ruling', 1)]}; "
-        f"losers refused {dict(sorted(losers.items()))}; double settlements 0"
+        f"losers refused {dict(sorted(losers.items()))}; double settlements in the store 0\n"
+        f"worker drained {len(outcomes)} outbox entries into the ledger in {drain_seconds:.1f}s "
+        f"({len(outcomes) / max(drain_seconds, 1e-9):.0f}/s); settlements in the ledger: "
+        f"{sum(settled.values())} for {len(plan)} agreements (exactly one each), escrow 0 in the ledger for all "
+        f"{len(plan)}, ledger balances equal the store's"
     )
+
+
+def _ledger_settlements(ledger: DurableLedger, plan: list[tuple[str, str]]) -> dict[str, int]:
+    """Per agreement, how many references the LEDGER applied whose postings move money out of its escrow."""
+    escrows = {f"escrow:{agreement_id}": agreement_id for agreement_id, _ in plan}
+    settled = dict.fromkeys(escrows.values(), 0)
+    references = ledger.references()
+    assert len(references) == len(set(references)) == 2 * len(plan)  # funding and settlement, once each
+    for reference in references:
+        postings = ledger.postings(reference) or []
+        owners = {escrows[p.source] for p in postings if p.source in escrows}
+        assert len(owners) <= 1 and owners <= {reference.split("/")[0]}, (reference, postings)
+        for owner in owners:
+            settled[owner] += 1
+    return settled
+
+
+def _assert_ledger_matches_store(ledger: DurableLedger, agreements: list[tuple[Any, ...]]) -> None:
+    """The ledger's balance of each address is the sum of the store's committed balances of the accounts there."""
+    expected: dict[str, int] = {}
+    for row in agreements:
+        accounts, balances = json.loads(str(row[8])), json.loads(str(row[11]))
+        for name, amount in balances.items():
+            expected[accounts[name]] = expected.get(accounts[name], 0) + int(amount)
+    held = ledger.balances()  # every non-zero balance
+    assert held == {address: amount for address, amount in expected.items() if amount != 0}
+    assert not [address for address in held if address.startswith("escrow:")]
+    assert ledger.asset_totals() == {"EUR/2": 0}
 
 
 @pytest.fixture(autouse=True)

@@ -21,6 +21,7 @@ from fractions import Fraction
 from itertools import product
 from typing import Any
 
+from pactwright import movement
 from pactwright.expr_text import render_expr
 from pactwright.money import Percent, format_money
 from pactwright.verifier.expressions import ExpressionCompiler, View
@@ -176,14 +177,6 @@ class ExplorationResult:
     unknown_queries: int = 0  # solver answers of `unknown`: the search may have missed what they hide
     symbolic: tuple[str, ...] = ()  # params explored as symbols: results hold for every value in range
     model_ranges: list[tuple[str, str, str]] = field(default_factory=list)  # (param, low, high) as a reader writes
-
-
-def allot(amount: int, shares: list[Fraction]) -> list[int]:
-    """Numscript allotment, written independently of the runtime's interpreter."""
-    parts = [amount * s.numerator // s.denominator for s in shares]
-    for index in range(amount - sum(parts)):
-        parts[index % len(parts)] += 1
-    return parts
 
 
 class Explorer:
@@ -596,7 +589,13 @@ class Explorer:
         return f"`{name}` would be at {format_money(balance, self.model.scale)}"
 
     def _posting(self, view: View, amount: Any, source: int, rule: Json) -> list[tuple[int, Any]]:
+        """(account, delta) of one transfer. With every value concrete this is the kernel's
+        `pactwright.movement.move`, the arithmetic the runtime checks each commit against."""
         index = self.model.account_index
+        values = {name: view.p[self.model.param_index[name]] for name in movement.params_of(rule)}
+        if not is_sym(amount) and not any(is_sym(value) for value in values.values()):
+            name = self.model.accounts[source]["name"]
+            return [(index[account], delta) for account, delta in movement.move(amount, name, rule, values)]
         if rule["kind"] == "single":
             return [(source, -amount), (index[rule["to"]], amount)]
         moves: list[tuple[int, Any]] = [(source, -amount)]
@@ -626,11 +625,6 @@ class Explorer:
                 shares.append(Fraction(int(num), int(den)))
             else:
                 shares.append(view.p[self.model.param_index[portion["param"]]])
-        if not symbolic and not any(is_sym(share) for share in shares):
-            shares.append(1 - sum(shares, Fraction(0)))
-            parts = allot(amount, shares)
-            moves.extend((index[p["to"]], part) for p, part in zip(portions, parts, strict=True))
-            return moves
         moves.extend(zip((index[p["to"]] for p in portions), self._allot_symbolic(amount, shares), strict=True))
         return moves
 

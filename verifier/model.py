@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from itertools import product
 from typing import Any
 
+from pydantic import ValidationError
+
+from pactwright.bundle_models import ModelDocument, has_unknown_operator, problem
 from pactwright.errors import VerifyError
 from pactwright.money import Percent
 from pactwright.verifier.zones import INF, Dim
@@ -195,10 +198,40 @@ def _crossings(top: int, bottom: int) -> tuple[int, int]:
     return (-(-top // bottom), top // bottom + 1)
 
 
+def read_model(doc: object) -> ModelDocument:
+    """`doc` through the kernel's `ModelDocument`, or a PW301 / PW304 refusal naming the field.
+
+    A document of this format that lacks a field, has one too many, holds a
+    value of the wrong type or names an undeclared state, role, account or
+    effect is not one this verifier can read (PW301); an operator no reader
+    evaluates is PW304. The explorer never meets such a document.
+    """
+    found = doc.get("format") if isinstance(doc, dict) else None
+    if found != MODEL_FORMAT:
+        raise VerifyError(f"unsupported model format `{found}`", code="PW301")
+    try:
+        return ModelDocument.model_validate(doc)
+    except ValidationError as exc:
+        op = has_unknown_operator(exc)
+        if op is not None:
+            raise VerifyError(f"unknown expression operator `{op}` in the model", code="PW304") from None
+        path, message, _ = problem(exc)
+        raise VerifyError(
+            f"`model.json` does not have the shape of `{MODEL_FORMAT}` at `{path}`: {message}",
+            code="PW301",
+            file="model.json",
+            field=path,
+            hint="recompile the bundle from its policy; do not edit `model.json` by hand",
+        ) from None
+
+
 def load_model(doc: Json) -> Model:
-    """Index a model document; refuses formats this verifier does not know."""
-    if doc.get("format") != MODEL_FORMAT:
-        raise VerifyError(f"unsupported model format `{doc.get('format')}`", code="PW301")
+    """Index a model document; refuses formats this verifier does not know and malformed documents.
+
+    The tables below hold plain dictionaries (the explorer's hot loop reads
+    them): the validated model's dump, made once here.
+    """
+    doc = read_model(doc).to_json()
     states = [s["name"] for s in doc["states"]]
     initial = [i for i, s in enumerate(doc["states"]) if s["initial"]]
     if len(initial) != 1:

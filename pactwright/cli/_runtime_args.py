@@ -50,10 +50,10 @@ def existing_store(url: str, agreement_id: str) -> Store:
     store); a store made before agreements existed holds none (PW501).
     """
     from pactwright.runtime.store import open_store
-    from pactwright.runtime.store._migrations import LATEST
+    from pactwright.runtime.store._migrations import RUNTIME_TABLES
 
     store = open_store(url, migrate_schema=False)
-    if store.schema_version() < LATEST:
+    if store.schema_version() < RUNTIME_TABLES:
         store.close()
         raise CommandError(f"there is no agreement `{agreement_id}` in the store", code="PW501")
     return store

@@ -82,10 +82,15 @@ def _parsed_signatures(digest: str, data: bytes) -> Any:
 
 
 def check_bundle_rows(
-    manifest_hash: str, pact_id: str, pact_version: str, rows: Sequence[tuple[str, str, int, bytes]]
+    manifest_hash: str, pact_id: str, pact_version: str, rows: Sequence[tuple[str, str, int, bytes | None]]
 ) -> tuple[Manifest, dict[str, bytes]]:
-    """Stored `(path, sha256, size, content)` rows of one bundle, re-hashed against its manifest."""
-    files = {path: content for path, _, _, content in rows}
+    """Stored `(path, sha256, size, content)` rows of one bundle, re-hashed against its manifest.
+
+    A row whose content is None was not read (a load of some files only):
+    its path, hash and size columns must still agree with the manifest, and
+    it is left out of the files returned. The manifest is always read.
+    """
+    files = {path: content for path, _, _, content in rows if content is not None}
     where = f"bundle {manifest_hash}"
     manifest = files.get(MANIFEST_PATH)
     if manifest is None:
@@ -111,7 +116,7 @@ def check_bundle_rows(
             found=f"{pact_id} {pact_version} (row)",
         )
     listed = {a.path: a for a in view.artifacts}
-    stored = set(files) - {MANIFEST_PATH}
+    stored = {path for path, _, _, _ in rows} - {MANIFEST_PATH}
     if stored != set(listed):
         gone, added = sorted(set(listed) - stored), sorted(stored - set(listed))
         raise tampered(
@@ -123,7 +128,17 @@ def check_bundle_rows(
     for path, sha256, size, content in rows:
         want = manifest_hash if path == MANIFEST_PATH else listed[path].sha256
         want_size = len(manifest) if path == MANIFEST_PATH else listed[path].size
-        found = hash_bytes(content)
+        if content is None:  # not read: the row's own columns must still be the manifest's
+            if sha256 != want or size != want_size:
+                raise tampered(
+                    "PW705",
+                    f"the stored `{path}` of {pact_id} {pact_version} does not match its manifest",
+                    file=path,
+                    expected=f"{want}  size {want_size}",
+                    found=f"row says {sha256}, size {size}",
+                )
+            continue
+        found = manifest_hash if path == MANIFEST_PATH else hash_bytes(content)  # the manifest: hashed above
         if found != want or sha256 != want or len(content) != want_size or size != want_size:
             raise tampered(
                 "PW705",

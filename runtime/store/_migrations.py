@@ -171,8 +171,22 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    Migration(
+        3,
+        "outbox index in claim order",
+        (
+            # The worker claims the first due entry in commit order (status, then created_at,
+            # agreement, event, group). With this index the claim walks the pending entries in
+            # that order and stops at the first one it may take, instead of sorting every
+            # pending entry on each claim (which made draining n entries cost n^2).
+            "CREATE INDEX outbox_due ON outbox (status, created_at, agreement_id, event_seq, group_index)",
+        ),
+    ),
 )
 LATEST = MIGRATIONS[-1].version
+# The migration that created the runtime's tables (agreements, events, idempotency keys, outbox,
+# approvals, evidence): a store at this version or later holds them, whatever came after.
+RUNTIME_TABLES = 2
 TABLES = (
     "schema_migrations",
     "bundles",

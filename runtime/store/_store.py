@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +21,7 @@ from pactwright.errors import PactwrightError, StoreError
 from pactwright.runtime.store import _integrity as integrity
 from pactwright.runtime.store._backend import Backend, connect, unreachable
 from pactwright.runtime.store._migrations import TABLES, applied, check_known, migrate
+from pactwright.manifest import MANIFEST_PATH
 from pactwright.signing import APPROVAL_PATH, SIGNATURES_PATH
 
 
@@ -49,13 +50,19 @@ class ActivationRecord:
 
 @dataclass(frozen=True)
 class StoredBundle:
-    """A loaded, re-verified bundle: every file (with approval and signatures) and its activation."""
+    """A loaded, re-verified bundle: its files (with approval and signatures) and its activation.
+
+    `files` holds every file, or, for a load with `only` (the command path
+    reads what it executes), the manifest, approval, signatures and the
+    files asked for; `complete` says which.
+    """
 
     pact_id: str
     pact_version: str
     manifest_hash: str
     files: Mapping[str, bytes]
     activation: ActivationRecord
+    complete: bool = True
 
     def active_version(self) -> ActiveVersion:
         return ActiveVersion(self.pact_id, self.pact_version, self.manifest_hash, self.activation.id)
@@ -156,27 +163,43 @@ class WriteTx:
         return activation_id
 
 
-def _activation_row(db: Backend, activation_id: int) -> tuple[dict[str, Any], bytes, bytes] | None:
+def _activation_row(
+    db: Backend, activation_id: int
+) -> tuple[dict[str, Any], bytes, bytes, tuple[Any, Any] | None] | None:
+    """The activation row, its approval and signatures, and its bundle's (pact id, version) row or None.
+
+    One statement (the bundle row joined), so a load costs one round trip less.
+    """
     rows = db.query(
-        f"SELECT {_ACTIVATION_COLUMNS}, approval, signatures FROM activations WHERE id = ?",  # noqa: S608
+        f"SELECT {', '.join('a.' + c.strip() for c in _ACTIVATION_COLUMNS.split(','))}, "  # noqa: S608
+        "b.manifest_hash, b.pact_id, b.pact_version, a.approval, a.signatures "
+        "FROM activations a LEFT JOIN bundles b ON b.manifest_hash = a.manifest_hash WHERE a.id = ?",
         (activation_id,),
     )
     if not rows:
         return None
     names = [c.strip() for c in _ACTIVATION_COLUMNS.split(",")]
     what = f"activation {activation_id}"
+    row = rows[0]
+    count = len(names)
     return (
-        dict(zip(names, rows[0][:-2], strict=True)),
-        integrity.as_bytes(rows[0][-2], "PW706", f"the approval of {what}", file=APPROVAL_PATH),
-        integrity.as_bytes(rows[0][-1], "PW706", f"the signatures of {what}", file=SIGNATURES_PATH),
+        dict(zip(names, row[:count], strict=True)),
+        integrity.as_bytes(row[-2], "PW706", f"the approval of {what}", file=APPROVAL_PATH),
+        integrity.as_bytes(row[-1], "PW706", f"the signatures of {what}", file=SIGNATURES_PATH),
+        None if row[count] is None else (row[count + 1], row[count + 2]),
     )
 
 
-def _load(db: Backend, activation_id: int, active: tuple[str, str, str] | None) -> StoredBundle:
-    """One activation's bundle, every stored byte and every cross-reference re-verified.
+def _load(
+    db: Backend, activation_id: int, active: tuple[str, str, str] | None, only: Sequence[str] | None = None
+) -> StoredBundle:
+    """One activation's bundle, every byte it returns and every cross-reference re-verified.
 
     With `active` (pact id, version, manifest hash from the `active` row),
-    the pointer must also agree with the activation it names.
+    the pointer must also agree with the activation it names. With `only`
+    (paths, and prefixes ending in `/`), only those files' contents are read
+    and re-hashed; every other stored file's row must still be listed in the
+    manifest with the manifest's hash and size (`integrity.check_bundle_rows`).
     """
     found = _activation_row(db, activation_id)
     if active is not None:
@@ -184,13 +207,12 @@ def _load(db: Backend, activation_id: int, active: tuple[str, str, str] | None) 
         integrity.check_active_row(pact_id, (version, manifest_hash, activation_id), found and found[0])
     if found is None:
         raise StoreError(f"there is no activation {activation_id} in the store", code="PW702")
-    activation, approval, signatures = found
+    activation, approval, signatures, bundle = found
     manifest_hash = str(activation["manifest_hash"])
-    bundle = db.query("SELECT pact_id, pact_version FROM bundles WHERE manifest_hash = ?", (manifest_hash,))
-    if not bundle:
+    if bundle is None:
         raise integrity.tampered("PW704", f"activation {activation_id} points at bundle {manifest_hash}, which is gone")
-    pact = (str(bundle[0][0]), str(bundle[0][1]))
-    _, files = integrity.check_bundle_rows(manifest_hash, *pact, _file_rows(db, manifest_hash))
+    pact = (str(bundle[0]), str(bundle[1]))
+    _, files = integrity.check_bundle_rows(manifest_hash, *pact, _file_rows(db, manifest_hash, only))
     integrity.check_activation_row(activation, approval, signatures, manifest_hash, pact)
     activation["forced"] = bool(activation["forced"])
     return StoredBundle(
@@ -199,6 +221,7 @@ def _load(db: Backend, activation_id: int, active: tuple[str, str, str] | None) 
         manifest_hash=manifest_hash,
         files={**files, APPROVAL_PATH: approval, SIGNATURES_PATH: signatures},
         activation=ActivationRecord(**activation),
+        complete=only is None,
     )
 
 
@@ -223,22 +246,37 @@ def _load_active(db: Backend, pact_id: str) -> StoredBundle | None:
     return _load(db, activation_id, (pact_id, str(version), str(manifest_hash)))
 
 
-def _file_rows(db: Backend, manifest_hash: str) -> list[tuple[str, str, int, bytes]]:
+def _file_rows(
+    db: Backend, manifest_hash: str, only: Sequence[str] | None = None
+) -> list[tuple[str, str, int, bytes | None]]:
+    """Every stored file row of a bundle; with `only`, the content of the manifest and those files alone.
+
+    A file left out has None for its content (the database never sends it);
+    its path, hash and size columns are still returned and checked.
+    """
+    if only is None:
+        content, params = "content", [manifest_hash]
+    else:
+        exact = [MANIFEST_PATH, *(p for p in only if not p.endswith("/"))]
+        prefixes = [p for p in only if p.endswith("/")]
+        tests = [f"path IN ({', '.join('?' * len(exact))})", *(f"substr(path, 1, {len(p)}) = ?" for p in prefixes)]
+        content, params = f"CASE WHEN {' OR '.join(tests)} THEN content END", [*exact, *prefixes, manifest_hash]
     rows = db.query(
-        "SELECT path, sha256, size, content FROM bundle_files WHERE manifest_hash = ? ORDER BY path", (manifest_hash,)
+        f"SELECT path, sha256, size, {content} FROM bundle_files WHERE manifest_hash = ? ORDER BY path",  # noqa: S608
+        params,
     )
-    out = []
-    for path, digest, size, content in rows:
-        where = {"file": str(path)}
-        what = f"the stored `{path}` of bundle {manifest_hash}"
-        out.append(
-            (
-                str(path),
-                str(digest),
-                integrity.as_int(size, "PW705", f"the size of {what}", **where),
-                integrity.as_bytes(content, "PW705", what, **where),
-            )
-        )
+    exact_paths = None if only is None else {MANIFEST_PATH, *only}
+    prefix_paths = () if only is None else tuple(p for p in only if p.endswith("/"))
+    out: list[tuple[str, str, int, bytes | None]] = []
+    for path, digest, size, data in rows:
+        path = str(path)
+        wanted = exact_paths is None or path in exact_paths or path.startswith(prefix_paths)
+        if type(size) is not int or (wanted and type(data) is not bytes):  # the common case costs no message
+            where = {"file": path}
+            what = f"the stored `{path}` of bundle {manifest_hash}"
+            size = integrity.as_int(size, "PW705", f"the size of {what}", **where)
+            data = integrity.as_bytes(data, "PW705", what, **where) if wanted else None
+        out.append((path, str(digest), size, data if wanted else None))
     return out
 
 
@@ -313,9 +351,15 @@ class Store:
                 raise
             raise StoreError(f"the store refused the write and rolled it back: {exc}", code="PW709") from exc
 
-    def load_activation_in(self, db: Backend, activation_id: int) -> StoredBundle:
-        """`load_activation` inside a transaction already open on `db` (from `transaction()`)."""
-        return _load(db, activation_id, None)
+    def load_activation_in(self, db: Backend, activation_id: int, only: Sequence[str] | None = None) -> StoredBundle:
+        """`load_activation` inside a transaction already open on `db` (from `transaction()`).
+
+        `only` (paths, and prefixes ending in `/`): read and re-hash just those
+        files (and the manifest, approval and signatures), for a caller that
+        uses nothing else; the rows of the others are still checked against
+        the manifest, but their bytes are not read.
+        """
+        return _load(db, activation_id, None, only)
 
     def active_in(self, db: Backend, pact_id: str) -> StoredBundle:
         """`load_active` inside a transaction already open on `db` (PW702 when nothing is active)."""

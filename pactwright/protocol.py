@@ -1,0 +1,71 @@
+"""The effect protocol: the one definition the verifier checks and the runtime runs.
+
+Each `call EFFECT` in a committed transition becomes an effect instance that
+the outbox worker dispatches. It moves through the phases below; faults (a
+lost request, a lost response, a provider error) and the effect's declared
+strategy decide what happens next. The verifier's explorer
+(`pactwright.verifier.explorer`) composes a policy with exactly these
+tables, and the runtime, which imports only the kernel, takes its effect
+strategies from here, so a verdict about a strategy is a verdict about what
+the runtime does: change a table here and both change together. (The
+outbox worker delivers ledger postings today; dispatching effects to
+providers is not built yet, see docs/runtime.md.)
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import Final
+
+__all__ = ["FAULTS", "ON_FAILED", "ON_UNCERTAIN", "PHASE_NAMES", "TERMINAL", "Phase"]
+
+
+class Phase(IntEnum):
+    """Where one effect instance stands. The values are part of the verifier's state encoding."""
+
+    IDLE = 0
+    PREPARED = 1
+    ACKNOWLEDGED = 2
+    UNCERTAIN = 3
+    NEEDS_RECONCILIATION = 4
+    RECONCILED_RECOVERED = 5
+    RECONCILED_NOT_OCCURRED = 6
+    ABANDONED_UNCERTAIN = 7
+    FAILED = 8
+    COMPENSATION_REQUIRED = 9
+    COMPENSATED = 10
+
+
+# Phases in which nothing more happens to the instance without a new commit.
+TERMINAL: Final = frozenset(
+    {
+        Phase.IDLE,
+        Phase.ACKNOWLEDGED,
+        Phase.RECONCILED_RECOVERED,
+        Phase.ABANDONED_UNCERTAIN,
+        Phase.COMPENSATED,
+    }
+)
+
+PHASE_NAMES: Final = {phase: phase.name.lower() for phase in Phase}
+
+# What the runtime does, per strategy, when it cannot tell whether the effect happened.
+ON_UNCERTAIN: Final = {
+    "retry": Phase.PREPARED,
+    "idempotent": Phase.PREPARED,
+    "reconcilable": Phase.NEEDS_RECONCILIATION,
+    "once": Phase.ABANDONED_UNCERTAIN,
+    "compensate": Phase.COMPENSATION_REQUIRED,
+}
+
+# ...and after a definite provider error (the effect did not happen).
+ON_FAILED: Final[dict[str, Phase | None]] = {
+    "retry": Phase.PREPARED,
+    "idempotent": Phase.PREPARED,
+    "reconcilable": Phase.PREPARED,
+    "once": None,  # stays FAILED: never repeated
+    "compensate": None,  # it did not happen: nothing to compensate
+}
+
+# The faults the environment may inject, within the fault budget.
+FAULTS: Final = ("lost_request", "lost_response", "provider_error")
