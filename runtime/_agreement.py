@@ -195,6 +195,28 @@ class Agreement:
         return replace(self, **changes)
 
 
+_COLUMNS_READ: dict[str, Any] = {}  # a JSON column's exact text -> its parse (most columns repeat)
+
+
+def _column(text: object, what: str) -> Any:
+    """`loads` of an agreement column, remembered by its exact text.
+
+    The parse is a pure function of the text (the same strict parser, the
+    same refusals: a text that does not parse is never remembered), and
+    `_from_row` copies what it reads into new containers, so the shared
+    parse is never handed out or changed.
+    """
+    if not isinstance(text, str):
+        return loads(text, what)
+    found = _COLUMNS_READ.get(text)
+    if found is None:
+        found = loads(text, what)
+        if len(_COLUMNS_READ) >= 4096:
+            _COLUMNS_READ.clear()
+        _COLUMNS_READ[text] = found
+    return found
+
+
 def _from_row(row: tuple[Any, ...]) -> Agreement:
     try:
         (aid, pact, mhash, act, state, version, params, parties, accounts, stamps, fired, balances, reached,
@@ -206,14 +228,14 @@ def _from_row(row: tuple[Any, ...]) -> Agreement:
             activation_id=int(act),
             state=str(state),
             version=int(version),
-            params={str(k): str(v) for k, v in loads(params, "params").items()},
-            parties={str(k): str(v) for k, v in loads(parties, "parties").items()},
-            accounts={str(k): str(v) for k, v in loads(accounts, "accounts").items()},
-            stamps={str(k): int(v) for k, v in loads(stamps, "stamps").items()},
-            fired={str(k): int(v) for k, v in loads(fired, "fired counts").items()},
-            balances={str(k): int(str(v)) for k, v in loads(balances, "balances").items()},
-            reached=tuple(str(s) for s in loads(reached, "reached states")),
-            approved=tuple(str(s) for s in loads(approved, "approvals")),
+            params={str(k): str(v) for k, v in _column(params, "params").items()},
+            parties={str(k): str(v) for k, v in _column(parties, "parties").items()},
+            accounts={str(k): str(v) for k, v in _column(accounts, "accounts").items()},
+            stamps={str(k): int(v) for k, v in _column(stamps, "stamps").items()},
+            fired={str(k): int(v) for k, v in _column(fired, "fired counts").items()},
+            balances={str(k): int(str(v)) for k, v in _column(balances, "balances").items()},
+            reached=tuple(str(s) for s in _column(reached, "reached states")),
+            approved=tuple(str(s) for s in _column(approved, "approvals")),
             opened_at=int(opened),
             updated_at=int(updated),
         )
@@ -261,28 +283,50 @@ def load_bundle(store: Store, db: Backend, agreement: Agreement, only: tuple[str
     return bundle_of(stored)
 
 
+# What a command changes; the rest (pact, bundle, activation, params, parties, accounts, opened_at)
+# is fixed when the agreement is opened, so an update neither re-encodes nor rewrites it.
+_MUTABLE = ("state", "version", "stamps", "fired", "balances", "reached", "approved", "updated_at")
+_UPDATE = f"UPDATE agreements SET {', '.join(f'{n} = ?' for n in _MUTABLE)} WHERE id = ?"  # noqa: S608
+
+
 def write(db: Backend, agreement: Agreement, *, insert: bool) -> None:
+    """Insert the agreement's row, or update what a command changes (`_MUTABLE`)."""
     if insert:
         marks = ", ".join("?" * len(agreement.row()))
         db.execute(f"INSERT INTO agreements ({COLUMNS}) VALUES ({marks})", agreement.row())  # noqa: S608
         return
-    names = [c.strip() for c in COLUMNS.split(",")][1:]
-    sets = ", ".join(f"{n} = ?" for n in names)
-    db.execute(f"UPDATE agreements SET {sets} WHERE id = ?", (*agreement.row()[1:], agreement.id))  # noqa: S608
+    a = agreement
+    db.execute(
+        _UPDATE,
+        (a.state, a.version, dumps(a.stamps), dumps(a.fired), dumps({k: str(v) for k, v in a.balances.items()}),
+         dumps(sorted(a.reached)), dumps(sorted(a.approved)), a.updated_at, a.id),
+    )  # fmt: skip
 
 
-def append_evidence(db: Backend, agreement_id: str, kind: str, body: dict[str, Any]) -> str:
+def evidence_head(seq: object, digest: object) -> tuple[int, str | None]:
+    """The (next sequence number, previous hash) after the last record `(seq, hash)`; (0, None) for none."""
+    return (0, None) if seq is None else (int(str(seq)) + 1, str(digest))
+
+
+def append_evidence(
+    db: Backend, agreement_id: str, kind: str, body: dict[str, Any], head: tuple[int, str | None] | None = None
+) -> str:
     """Append one hash-chained evidence record; returns its hash.
 
     The record is `body` plus the agreement, its sequence number, the kind
     and the previous record's hash (None for the first); its hash is the
-    kernel's hash of the record's canonical bytes. Called under the
-    agreement's row lock, so the chain never forks.
+    kernel's hash of the record's canonical bytes, and the row holds those
+    same bytes. Called under the agreement's row lock, so the chain never
+    forks. `head` (from `evidence_head`) is the last record as the caller
+    read it after taking that lock, in the same transaction; without it,
+    it is read here.
     """
-    from pactwright.canonical import hash_bytes
-
-    rows = db.query("SELECT seq, hash FROM evidence WHERE agreement_id = ? ORDER BY seq DESC LIMIT 1", (agreement_id,))
-    seq, prev = (int(rows[0][0]) + 1, str(rows[0][1])) if rows else (0, None)
+    if head is None:
+        rows = db.query(
+            "SELECT seq, hash FROM evidence WHERE agreement_id = ? ORDER BY seq DESC LIMIT 1", (agreement_id,)
+        )
+        head = evidence_head(*rows[0]) if rows else evidence_head(None, None)
+    seq, prev = head
     record = {**body, "agreement": agreement_id, "seq": seq, "kind": kind, "prev_hash": prev}
     data = canonical_bytes(record)
     digest = hash_bytes(data)

@@ -16,15 +16,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pactwright.errors import CommandError, MoneyError
+from pactwright.errors import CommandError, MoneyError, StoreError
 from pactwright.money import Percent, format_money, parse_money
 from pactwright.runtime import _agreement as rows
 from pactwright.runtime._agreement import Agreement, Bundle, bundle_of
 from pactwright.runtime.clock import Clock, SystemClock, epoch_seconds
 from pactwright.runtime.ledger_api import Ledger
-from pactwright.runtime.store import Store
+from pactwright.runtime.store import Store, StoredBundle
+from pactwright.runtime.store._backend import Backend
+from pactwright.runtime.store._migrations import LATEST
 
-__all__ = ["AgreementView", "open_agreement", "show"]
+__all__ = ["AgreementView", "check_open", "open_agreement", "show"]
 
 ID_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _SEGMENT_RE = re.compile(r"[A-Za-z0-9_-]{1,128}")
@@ -139,6 +141,70 @@ def _parties(bundle: Bundle, parties: Mapping[str, str]) -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
+def _checked_id(agreement_id: str | None) -> str:
+    if agreement_id is None:
+        agreement_id = f"ag-{secrets.token_hex(8)}"
+    if ID_RE.fullmatch(agreement_id) is None:
+        raise CommandError(f"agreement id `{agreement_id[:70]}` must be 1-64 letters, digits, `_` or `-`", code="PW502")
+    return agreement_id
+
+
+def _exists(db: Backend, agreement_id: str) -> None:
+    if db.has_table("agreements") and db.query("SELECT 1 FROM agreements WHERE id = ?", (agreement_id,)):
+        raise CommandError(f"agreement `{agreement_id}` already exists", code="PW502")
+
+
+def _build(store: Store, db: Backend, pact_id: str, params: Mapping[str, str], parties: Mapping[str, str],
+           agreement_id: str, now: int) -> tuple[Agreement, StoredBundle]:  # fmt: skip
+    """The new agreement on the pact's active bundle, every param and party checked; reads only."""
+    active = store.active_in(db, pact_id)
+    bundle = bundle_of(active)
+    declared = {str(p["name"]) for p in bundle.doc["params"]}
+    for name in sorted(set(params) - declared):
+        raise _bad(f"the pact has no param `{name}`", name)
+    values = {str(p["name"]): _param_value(p, params.get(p["name"]), bundle.scale) for p in bundle.doc["params"]}
+    bound = _parties(bundle, parties)
+    initial = next(s["name"] for s in bundle.doc["states"] if s["initial"])
+    agreement = Agreement(
+        id=agreement_id,
+        pact_id=pact_id,
+        manifest_hash=active.manifest_hash,
+        activation_id=active.activation.id,
+        state=str(initial),
+        version=0,
+        params=values,
+        parties=bound,
+        accounts=_fill(bundle, agreement_id, bound, values),
+        balances={str(a["name"]): 0 for a in bundle.doc["accounts"]},
+        reached=(str(initial),),
+        opened_at=now,
+        updated_at=now,
+    )
+    return agreement, active
+
+
+def check_open(
+    store: Store,
+    pact_id: str,
+    params: Mapping[str, str],
+    parties: Mapping[str, str],
+    agreement_id: str | None = None,
+) -> None:
+    """Every check `open_agreement` makes, in one read-only transaction; raises its refusal, writes nothing.
+
+    It reads only the activation tables (and `agreements` where it exists),
+    so it runs on a store of any schema version, before a migration: a
+    refused `open` leaves a store made by an older release exactly as it
+    was, byte for byte, instead of migrated and empty.
+    """
+    agreement_id = _checked_id(agreement_id)
+    if store.schema_version() == 0:
+        raise StoreError(f"no version of `{pact_id}` is active (the store is empty)", code="PW702")
+    with store.transaction(write=False) as db:
+        _exists(db, agreement_id)
+        _build(store, db, pact_id, params, parties, agreement_id, 0)
+
+
 def open_agreement(
     store: Store,
     pact_id: str,
@@ -147,38 +213,20 @@ def open_agreement(
     agreement_id: str | None = None,
     clock: Clock | None = None,
 ) -> Agreement:
-    """Create an agreement on the active version of `pact_id`; refusals (PW50x) write nothing."""
+    """Create an agreement on the active version of `pact_id`; refusals (PW50x) write nothing.
+
+    A store whose schema is older than this release's (opened with
+    `migrate_schema=False`) is checked first (`check_open`) and migrated only
+    once the agreement is known to be valid, so a refusal leaves it untouched.
+    """
     now = epoch_seconds(clock or SystemClock())
-    if agreement_id is None:
-        agreement_id = f"ag-{secrets.token_hex(8)}"
-    if ID_RE.fullmatch(agreement_id) is None:
-        raise CommandError(f"agreement id `{agreement_id[:70]}` must be 1-64 letters, digits, `_` or `-`", code="PW502")
+    agreement_id = _checked_id(agreement_id)
+    if store.schema_version() < LATEST:
+        check_open(store, pact_id, params, parties, agreement_id)
+        store.migrate()
     with store.transaction() as db:
-        if db.query("SELECT 1 FROM agreements WHERE id = ?", (agreement_id,)):
-            raise CommandError(f"agreement `{agreement_id}` already exists", code="PW502")
-        active = store.active_in(db, pact_id)
-        bundle = bundle_of(active)
-        declared = {str(p["name"]) for p in bundle.doc["params"]}
-        for name in sorted(set(params) - declared):
-            raise _bad(f"the pact has no param `{name}`", name)
-        values = {str(p["name"]): _param_value(p, params.get(p["name"]), bundle.scale) for p in bundle.doc["params"]}
-        bound = _parties(bundle, parties)
-        initial = next(s["name"] for s in bundle.doc["states"] if s["initial"])
-        agreement = Agreement(
-            id=agreement_id,
-            pact_id=pact_id,
-            manifest_hash=active.manifest_hash,
-            activation_id=active.activation.id,
-            state=str(initial),
-            version=0,
-            params=values,
-            parties=bound,
-            accounts=_fill(bundle, agreement_id, bound, values),
-            balances={str(a["name"]): 0 for a in bundle.doc["accounts"]},
-            reached=(str(initial),),
-            opened_at=now,
-            updated_at=now,
-        )
+        _exists(db, agreement_id)
+        agreement, active = _build(store, db, pact_id, params, parties, agreement_id, now)
         rows.write(db, agreement, insert=True)
         rows.append_evidence(
             db,
@@ -187,8 +235,8 @@ def open_agreement(
             {
                 "pact": {"id": pact_id, "version": active.pact_version},
                 "manifest_hash": active.manifest_hash,
-                "params": values,
-                "parties": bound,
+                "params": agreement.params,
+                "parties": agreement.parties,
                 "accounts": agreement.accounts,
                 "state": agreement.state,
                 "at": now,

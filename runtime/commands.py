@@ -40,6 +40,13 @@ __all__ = ["SubmitResult", "payload_digest", "submit"]
 
 STALE = "STALE_AGREEMENT_VERSION"
 MAX_KEY = 200
+# Read right after the agreement's row is locked: the idempotency key's row (NULLs when the key is
+# new) and the last evidence record (NULLs when there is none), one round trip for both.
+_AFTER_LOCK = (
+    "SELECT k.payload_digest, k.payload, k.event_id, e.seq, e.hash FROM (SELECT 1 AS one) o "
+    "LEFT JOIN idempotency_keys k ON k.agreement_id = ? AND k.key = ? "
+    "LEFT JOIN (SELECT seq, hash FROM evidence WHERE agreement_id = ? ORDER BY seq DESC LIMIT 1) e ON 1 = 1"
+)
 
 
 @dataclass(frozen=True)
@@ -57,6 +64,9 @@ class SubmitResult:
     outbox: tuple[str, ...]
     replayed: bool = False
     dry_run: bool = False
+    # The effect calls the transition makes, as recorded (`_effect_calls`): the runtime does not
+    # execute effects yet, so each says `"executed": false` and nothing reached a provider.
+    effects: tuple[dict[str, Any], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -71,22 +81,48 @@ class SubmitResult:
             "outbox": list(self.outbox),
             "replayed": self.replayed,
             "dry_run": self.dry_run,
+            "effects": list(self.effects),
         }
 
     @classmethod
-    def stored(cls, doc: Mapping[str, Any]) -> SubmitResult:
-        return cls(
-            agreement_id=str(doc["agreement"]),
-            event_id=str(doc["event_id"]),
-            seq=int(doc["seq"]),
-            version=int(doc["version"]),
-            state=str(doc["state"]),
-            transition=str(doc["transition"]),
-            committed_at=int(doc["committed_at"]),
-            postings=tuple(dict(p) for p in doc["postings"]),
-            outbox=tuple(str(r) for r in doc["outbox"]),
-            replayed=True,
+    def stored(cls, db: Backend, agreement_id: str, event_id: str) -> SubmitResult:
+        """The original result of a committed command, rebuilt from its event and outbox rows.
+
+        The idempotency key's row names the event (`{"event_id": ...}`) rather
+        than holding a second encoding of what the event row already holds:
+        the version and sequence are the event's, the state its `to`, the
+        postings and effects its own, the outbox references those written
+        with it.
+        """
+        found = db.query(
+            "SELECT seq, transition, committed_at, payload FROM events WHERE agreement_id = ? AND event_id = ?",
+            (agreement_id, event_id),
         )
+        if not found:
+            raise CommandError(f"idempotency key names event `{event_id}`, which the event log does not hold",
+                               code="PW518")  # fmt: skip
+        seq, transition, committed_at, payload = found[0]
+        body = rows.loads(payload, "event")
+        outbox = db.query(
+            "SELECT reference FROM outbox WHERE agreement_id = ? AND event_seq = ? ORDER BY group_index",
+            (agreement_id, int(seq)),
+        )
+        try:
+            return cls(
+                agreement_id=agreement_id,
+                event_id=event_id,
+                seq=int(seq),
+                version=int(seq),
+                state=str(body["to"]),
+                transition=str(transition),
+                committed_at=int(committed_at),
+                postings=tuple(dict(p) for p in body["postings"]),
+                outbox=tuple(str(r[0]) for r in outbox),
+                replayed=True,
+                effects=tuple(dict(e) for e in body.get("effects", [])),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise CommandError(f"the stored event `{event_id}` is malformed", code="PW518") from None
 
 
 def _payload(transition: str, role: str, party: str, params: Mapping[str, str]) -> dict[str, Any]:
@@ -158,6 +194,8 @@ def _approval(db: Backend, agreement: Agreement, transition: Mapping[str, Any], 
         "AND approver_role = ? AND consumed_event_id IS NULL ORDER BY id",
         (agreement.id, transition["id"], digest, need["role"]),
     ):
+        if agreement.parties.get(str(need["role"])) != approver_party:
+            continue  # only the party holding the approver role in this agreement approves
         if need.get("not_requester") and approver_party == party:
             continue
         return str(approval_id)
@@ -278,17 +316,19 @@ def submit(
         raise _refuse("PW519", f"an idempotency key is 1-{MAX_KEY} printable characters", field="key")
     command = dict(params or {})
     payload = _payload(transition, actor_role, actor_party, command)
-    digest = hash_bytes(canonical_bytes(payload))
+    # Encoded once: the digest and the idempotency row's payload are the same canonical bytes.
+    digest = hash_bytes(rows.dumps(payload).encode("utf-8"))
     now = epoch_seconds(clock or SystemClock())
     with store.transaction(exclusive=False) as db:
         agreement = rows.read(db, agreement_id, lock=True)
-        prior = db.query(
-            "SELECT payload_digest, payload, result FROM idempotency_keys WHERE agreement_id = ? AND key = ?",
-            (agreement_id, key),
-        )
+        # After the lock, in one statement: the key's row (if any) and the evidence chain's head. Both
+        # are written only under this row lock, so neither changes before this transaction ends.
+        found = db.query(_AFTER_LOCK, (agreement_id, key, agreement_id))[0]
+        prior = [found[:3]] if found[0] is not None else []
+        head = rows.evidence_head(found[3], found[4])
         if prior:
             if str(prior[0][0]) == digest:
-                return SubmitResult.stored(rows.loads(prior[0][2], "idempotent result"))
+                return SubmitResult.stored(db, agreement_id, str(prior[0][2]))
             field = _differs(rows.loads(prior[0][1], "idempotent payload"), payload) or "payload"
             raise _refuse("PW515", f"idempotency key `{key}` was used for another payload: `{field}` differs",
                           field=field)  # fmt: skip
@@ -305,8 +345,9 @@ def submit(
         event_id = f"{agreement_id}/{seq}"
         outbox = [f"{event_id}/0"] if variables is not None else []
         target = str(spec["to"])
+        effects = _effect_calls(bundle, agreement, spec, now)
         result = SubmitResult(agreement_id, event_id, seq, seq, target, transition, now, tuple(postings),
-                              tuple(outbox), dry_run=dry_run)  # fmt: skip
+                              tuple(outbox), dry_run=dry_run, effects=effects)  # fmt: skip
         if dry_run:
             return result
         after = agreement.evolve(
@@ -319,7 +360,7 @@ def submit(
             approved=tuple(sorted({*agreement.approved, transition})) if approval_id else agreement.approved,
             updated_at=now,
         )
-        _commit(db, bundle, agreement, after, result, spec, payload, digest, key, variables, approval_id)
+        _commit(db, bundle, agreement, after, result, spec, payload, digest, key, variables, approval_id, head)
         return result
 
 
@@ -351,12 +392,15 @@ def _within_ceilings(bundle: Bundle, agreement: Agreement, transition: Mapping[s
 
 def _commit(db: Backend, bundle: Bundle, before: Agreement, after: Agreement, result: SubmitResult,
             spec: Mapping[str, Any], payload: dict[str, Any], digest: str, key: str,
-            variables: dict[str, str] | None, approval_id: str | None) -> None:  # fmt: skip
+            variables: dict[str, str] | None, approval_id: str | None,
+            head: tuple[int, str | None]) -> None:  # fmt: skip
     expected = [
         {k: p[k] for k in ("source_address", "destination_address", "amount", "asset")} for p in result.postings
     ]
     body = {"command": payload, "from": before.state, "to": after.state, "postings": list(result.postings),
             "stamps": list(spec["stamps"]), "manifest_hash": before.manifest_hash, "approval": approval_id}  # fmt: skip
+    if result.effects:  # recorded, not executed (`_effect_calls`)
+        body["effects"] = list(result.effects)
     db.execute(
         "INSERT INTO events (agreement_id, seq, event_id, transition, actor_role, actor_party, committed_at, "
         "payload_digest, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -380,10 +424,32 @@ def _commit(db: Backend, bundle: Bundle, before: Agreement, after: Agreement, re
     db.execute(
         "INSERT INTO idempotency_keys (agreement_id, key, payload_digest, payload, result, event_id) "
         "VALUES (?, ?, ?, ?, ?, ?)",
-        (before.id, key, digest, rows.dumps(payload), rows.dumps(result.to_json()), result.event_id),
+        (before.id, key, digest, rows.dumps(payload), rows.dumps({"event_id": result.event_id}), result.event_id),
     )
     rows.append_evidence(db, before.id, "event", {"event_id": result.event_id, "seq": result.seq, **body,
-                         "committed_at": result.committed_at, "outbox": list(result.outbox)})  # fmt: skip
+                         "committed_at": result.committed_at, "outbox": list(result.outbox)}, head)  # fmt: skip
+
+
+def _effect_calls(bundle: Bundle, agreement: Agreement, transition: Mapping[str, Any], now: int
+                  ) -> tuple[dict[str, Any], ...]:  # fmt: skip
+    """The effect calls of `transition`, as the event records them: never as if they had run.
+
+    Effects (calls to providers outside the ledger) are not executed by the
+    runtime yet. A command whose transition calls one still commits its state
+    change and postings, and its event and result record each call with the
+    amount it carries (minor units, or None when the policy declares none)
+    and `"executed": false`: nothing was sent, so `applied(EFFECT)` stays 0.
+    """
+    calls = transition.get("effects", [])
+    if not calls:
+        return ()
+    view = agreement.view(bundle, now)
+    out = []
+    for call in calls:
+        amount = None if call.get("amount") is None else evaluate(call["amount"], view)
+        out.append({"effect": str(call["effect"]), "amount": None if not isinstance(amount, int) else str(amount),
+                    "executed": False})  # fmt: skip
+    return tuple(out)
 
 
 _PROGRAMS: dict[bytes, Program] = {}  # a parsed program is a function of its (re-verified) bytes

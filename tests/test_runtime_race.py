@@ -15,11 +15,12 @@ refused with PW509 (STALE_AGREEMENT_VERSION) or PW510 (already final). Then
 every agreement holds exactly one settlement event and one settlement outbox
 entry, and its escrow is 0 in the store.
 
-Then the outbox worker (`runtime.worker.Worker.drain`, what `pactwright
-worker --drain` runs) delivers every entry to a ledger in its own database
+Then three outbox workers at once (separate processes, each running
+`runtime.worker.Worker.drain`, what `pactwright worker --drain` runs)
+deliver every entry to a ledger in its own database
 (`runtime.ledger_db.open_ledger`: the store's sibling SQLite file, or the
 schema `S_ledger` on PostgreSQL), and the LEDGER is checked on its own: every
-entry delivered, exactly one reference per agreement whose postings leave its
+entry delivered once and nothing left due, exactly one reference per agreement whose postings leave its
 escrow (the settlement), every escrow at 0, each asset summing to 0, and the
 ledger's balance of every address equal to the sum of the store's committed
 balances of the accounts at that address. The test prints the counts.
@@ -49,6 +50,7 @@ from tests.test_runtime_worker import environment
 RACES = {"sqlite": 200, "postgresql": 1000}
 DEADLINE = T0 + 60 + WINDOW
 SETTLING = {"release", "auto_release", "rule_for_buyer", "rule_for_seller"}
+WORKERS = 3  # outbox workers draining at once, each its own process and connections
 
 
 @pytest.fixture(params=BACKENDS)
@@ -148,11 +150,21 @@ def test_1000_races_on_postgresql_and_200_on_sqlite_each_settle_exactly_once(url
             assert show(store, agreement_id).agreement.balances["escrow"] == 0
         assert all('"escrow":"0"' in str(row[11]) for row in rows["agreements"] if str(row[0]).startswith("t"))
         drained = time.monotonic()
-        with open_ledger(None, url) as ledger:
-            outcomes = Worker(store, ledger, TestClock(DEADLINE)).drain()
-            drain_seconds = time.monotonic() - drained
-            statuses = {o.status for o in outcomes}
-            assert statuses == {"delivered"} and len(outcomes) == len(rows["outbox"]), statuses
+        with open_ledger(None, url) as ledger:  # created here, so the workers only open it
+            pass
+        drains = [ctx.Process(target=_drain, args=(url, out)) for _ in range(WORKERS)]
+        for proc in drains:
+            proc.start()
+        counts = [out.get(timeout=600) for _ in drains]
+        for proc in drains:
+            proc.join(timeout=60)
+            assert proc.exitcode == 0
+        drain_seconds = time.monotonic() - drained
+        delivered = sum(c.get("delivered", 0) for c in counts)
+        assert delivered == len(rows["outbox"]) and all(set(c) <= {"delivered", "skipped"} for c in counts), counts
+        with open_ledger(None, url, create=False) as ledger:
+            assert Worker(store, ledger, TestClock(DEADLINE)).drain() == []  # nothing left behind
+            assert {row[7] for row in store.dump()["outbox"]} == {"delivered"}
             settled = _ledger_settlements(ledger, plan)
             _assert_ledger_matches_store(ledger, store.dump()["agreements"])
     assert settled == dict.fromkeys((a for a, _ in plan), 1), {a: n for a, n in settled.items() if n != 1}
@@ -161,11 +173,21 @@ def test_1000_races_on_postgresql_and_200_on_sqlite_each_settle_exactly_once(url
         f"release by buyer {wins[('deadline', 0)]} vs auto_release by scheduler {wins[('deadline', 1)]}; "
         f"rule_for_buyer {wins[('ruling', 0)]} vs rule_for_seller {wins[('ruling', 1)]}; "
         f"losers refused {dict(sorted(losers.items()))}; double settlements in the store 0\n"
-        f"worker drained {len(outcomes)} outbox entries into the ledger in {drain_seconds:.1f}s "
-        f"({len(outcomes) / max(drain_seconds, 1e-9):.0f}/s); settlements in the ledger: "
+        f"{WORKERS} worker processes drained {delivered} outbox entries into the ledger in {drain_seconds:.1f}s "
+        f"({delivered / max(drain_seconds, 1e-9):.0f}/s; per worker {[c.get('delivered', 0) for c in counts]}); "
+        f"settlements in the ledger: "
         f"{sum(settled.values())} for {len(plan)} agreements (exactly one each), escrow 0 in the ledger for all "
         f"{len(plan)}, ledger balances equal the store's"
     )
+
+
+def _drain(store_url: str, out: Any) -> None:
+    """One worker process (`pactwright worker --drain`): deliver until nothing is due; report its outcome counts."""
+    counts: dict[str, int] = {}
+    with open_store(store_url, migrate_schema=False) as store, open_ledger(None, store_url, create=False) as ledger:
+        for outcome in Worker(store, ledger, TestClock(DEADLINE)).drain():
+            counts[outcome.status] = counts.get(outcome.status, 0) + 1
+    out.put(counts)
 
 
 def _ledger_settlements(ledger: DurableLedger, plan: list[tuple[str, str]]) -> dict[str, int]:

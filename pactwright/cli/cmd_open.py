@@ -26,12 +26,14 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pactwright.errors import StoreError
-    from pactwright.runtime.agreements import open_agreement
+    from pactwright.runtime.agreements import check_open, open_agreement
     from pactwright.runtime.store import open_store
 
     params, parties, now = pairs(args.param, "--param"), pairs(args.party, "--party"), clock(args)
     with open_store(args.store, migrate_schema=False) as probe:  # never create a store here
         empty = probe.schema_version() == 0
+        if not empty:  # every refusal before the store is migrated: an older store stays as it was
+            check_open(probe, args.pact_id, params, parties, agreement_id=args.id)
     if empty:
         raise StoreError(f"no version of `{args.pact_id}` is active (the store is empty)", code="PW702")
     with open_store(args.store) as store:

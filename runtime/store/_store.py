@@ -18,10 +18,10 @@ from typing import Any
 
 from pactwright.canonical import hash_bytes
 from pactwright.errors import PactwrightError, StoreError
+from pactwright.manifest import MANIFEST_PATH
 from pactwright.runtime.store import _integrity as integrity
 from pactwright.runtime.store._backend import Backend, connect, unreachable
 from pactwright.runtime.store._migrations import TABLES, applied, check_known, migrate
-from pactwright.manifest import MANIFEST_PATH
 from pactwright.signing import APPROVAL_PATH, SIGNATURES_PATH
 
 
@@ -268,15 +268,16 @@ def _file_rows(
     exact_paths = None if only is None else {MANIFEST_PATH, *only}
     prefix_paths = () if only is None else tuple(p for p in only if p.endswith("/"))
     out: list[tuple[str, str, int, bytes | None]] = []
-    for path, digest, size, data in rows:
-        path = str(path)
+    for stored_path, digest, stored_size, stored_data in rows:
+        path = str(stored_path)
         wanted = exact_paths is None or path in exact_paths or path.startswith(prefix_paths)
-        if type(size) is not int or (wanted and type(data) is not bytes):  # the common case costs no message
+        size, data = stored_size, stored_data if wanted else None
+        if type(size) is not int or (wanted and type(data) is not bytes):  # the common case builds no message
             where = {"file": path}
             what = f"the stored `{path}` of bundle {manifest_hash}"
             size = integrity.as_int(size, "PW705", f"the size of {what}", **where)
             data = integrity.as_bytes(data, "PW705", what, **where) if wanted else None
-        out.append((path, str(digest), size, data if wanted else None))
+        out.append((path, str(digest), size, data))
     return out
 
 
@@ -319,6 +320,14 @@ class Store:
     def schema_version(self) -> int:
         """The highest applied migration (0 for a store never migrated)."""
         return max(applied(self._db), default=0)
+
+    def migrate(self) -> int:
+        """Apply every missing migration, as `open_store` does by default; returns how many ran.
+
+        For a store opened with `migrate_schema=False` by a caller that first
+        checked what it is about to write (`runtime.agreements.check_open`).
+        """
+        return migrate(self._db)
 
     @contextlib.contextmanager
     def writing(self) -> Iterator[WriteTx]:
