@@ -593,7 +593,10 @@ class Explorer:
         `pactwright.movement.move`, the arithmetic the runtime checks each commit against."""
         index = self.model.account_index
         values = {name: view.p[self.model.param_index[name]] for name in movement.params_of(rule)}
-        if not is_sym(amount) and not any(is_sym(value) for value in values.values()):
+        concrete = not is_sym(amount) and not any(is_sym(value) for value in values.values())
+        if concrete and amount >= 0:
+            # A negative amount never commits (the ledger refuses it); the z3 step still asks
+            # what it would move, which the general arithmetic below answers.
             name = self.model.accounts[source]["name"]
             return [(index[account], delta) for account, delta in movement.move(amount, name, rule, values)]
         if rule["kind"] == "single":
