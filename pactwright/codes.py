@@ -189,6 +189,7 @@ CODES: dict[str, str] = {
     "PW561": "ledger refused an outbox entry",
     "PW562": "outbox entry unreadable",
     "PW563": "ledger delivery failed, retrying",
+    "PW564": "outbox entry disagrees with its committed event",
     # PW580-PW599: evidence (runtime/evidence.py, runtime/_evidence_chain.py)
     "PW580": "evidence record not canonical JSON",
     "PW581": "evidence record edited",

@@ -198,6 +198,10 @@ class Worker:
         except Mismatch as exc:
             return self._quarantine(claim, "PW562", str(exc), None)
         try:
+            self._agrees_with_commit(claim, expected, variables)
+        except Mismatch as exc:
+            return self._quarantine(claim, "PW564", str(exc), None)
+        try:
             returned: object = self.ledger.apply(claim.reference, claim.program_text, variables)
         except LedgerError as exc:
             if exc.code in TRANSIENT:
@@ -215,6 +219,62 @@ class Worker:
         outcome = self._mark(claim, "delivered", delivered, None, None)
         self._crash("after_mark")
         return outcome
+
+    def _agrees_with_commit(self, claim: _Claim, expected: list[dict[str, str]], variables: dict[str, str]) -> None:
+        """Before any byte reaches the ledger: the entry must be what was committed.
+
+        The outbox row is only a copy. Its expected postings must equal the
+        postings of the event's hash-chained evidence record, and its program,
+        run on its variables (every account funded, so only the arithmetic
+        speaks), must move exactly those postings; otherwise an edited row
+        could move another agreement's money, or book an amount the event
+        never had. Raises `Mismatch`: the entry is quarantined unapplied.
+        """
+        from pactwright.canonical import hash_bytes
+        from pactwright.runtime.numscript import parse_program, run_program
+
+        event_id = f"{claim.agreement_id}/{claim.event_seq}"
+        with self.store.transaction(write=False) as db:
+            found = db.query(
+                "SELECT record, hash FROM evidence WHERE agreement_id = ? AND kind = 'event' ORDER BY seq",
+                (claim.agreement_id,),
+            )
+        committed = None
+        for text, digest in found:
+            data = bytes(text) if isinstance(text, bytes | memoryview) else str(text).encode("utf-8")
+            record = _json(data.decode("utf-8", "replace"))
+            if isinstance(record, dict) and record.get("event_id") == event_id:
+                if hash_bytes(data) != str(digest):
+                    raise Mismatch(f"the evidence record of event `{event_id}` does not match its hash")
+                committed = record.get("postings")
+                break
+        if not isinstance(committed, list):
+            raise Mismatch(f"no evidence record of event `{event_id}` to check the entry against")
+        recorded = [
+            {k: str(p.get(k)) for k in ("source_address", "destination_address", "amount", "asset")}
+            for p in committed
+            if isinstance(p, dict)
+        ]
+        if recorded != expected:
+            raise Mismatch(f"the entry's expected postings are not event `{event_id}`'s committed postings")
+        try:
+            program = parse_program(claim.program_text or "")
+            assets = {p["asset"] for p in expected}
+            funded = {(v, a): 10**30 for v in variables.values() for a in assets}
+            moved = run_program(program, variables, funded)
+        except PactwrightError as exc:
+            raise Mismatch(f"the entry's program does not run on its variables: {exc.message}") from None
+        ran = [
+            {
+                "source_address": m.source,
+                "destination_address": m.destination,
+                "amount": str(m.amount),
+                "asset": m.asset,
+            }
+            for m in moved
+        ]
+        if ran != expected:
+            raise Mismatch("the entry's variables make its program move other postings than the committed ones")
 
     def _mark(self, claim: _Claim, status: str, side: Any, code: str | None, message: str | None) -> Outcome:
         now = self._now()

@@ -190,24 +190,45 @@ def test_show_without_any_ledger_has_null_ledger_balances(url: str, capsys: pyte
 # Quarantine -------------------------------------------------------------------------
 
 
-def test_tampered_expected_postings_are_quarantined_with_both_sides(
-    url: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    run_steps(url, "q1")
-    forged = [{"amount": "6400", "asset": "EUR/2", "destination_address": "escrow:q1", "source_address": "world"}]
-    tamper(url, "UPDATE outbox SET expected_postings = ? WHERE reference = 'q1/1/0'",
+class Lying(Recording):
+    """A ledger that applies the postings but answers with one minor unit more on the first."""
+
+    def apply(self, reference: str, program_text: str, variables: dict[str, str]) -> list[Posting]:
+        answer = super().apply(reference, program_text, variables)
+        first = answer[0]
+        return [Posting(first.source, first.destination, first.amount + 1, first.asset), *answer[1:]]
+
+
+def test_an_edited_outbox_row_is_quarantined_before_the_ledger_sees_it(url: str) -> None:
+    run_steps(url, "e1")
+    forged = [{"amount": "6400", "asset": "EUR/2", "destination_address": "escrow:e1", "source_address": "world"}]
+    tamper(url, "UPDATE outbox SET expected_postings = ? WHERE reference = 'e1/1/0'",
            (json.dumps(forged, separators=(",", ":"), sort_keys=True),))  # fmt: skip
     with opened(url, TestClock(T0)) as (_, worker, ledger):
         outcomes = worker.drain()
+        assert [(o.reference, o.status, o.code) for o in outcomes] == [("e1/1/0", "quarantined", "PW564")]
+        assert ledger.references() == []  # type: ignore[attr-defined]
+    rows = {r["reference"]: r for r in outbox_rows(url)}
+    assert rows["e1/1/0"]["status"] == "quarantined"
+    assert rows["e1/1/0"]["last_error"].startswith("PW564: the entry's expected postings are not event")
+
+
+def test_ledger_postings_that_differ_are_quarantined_with_both_sides(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_steps(url, "q1")
+    forged = [{"amount": "6490", "asset": "EUR/2", "destination_address": "escrow:q1", "source_address": "world"}]
+    with opened(url, TestClock(T0), Lying(None)) as (_, worker, ledger):  # type: ignore[arg-type]
+        outcomes = worker.drain()
         assert [(o.reference, o.status, o.code) for o in outcomes] == [("q1/1/0", "quarantined", "PW560")]
-        assert ledger.references() == ["q1/1/0"]  # type: ignore[attr-defined]
+        assert ledger.calls == ["q1/1/0"]  # type: ignore[attr-defined]
     rows = {r["reference"]: r for r in outbox_rows(url)}
     assert rows["q1/1/0"]["status"] == "quarantined"
     assert json.loads(rows["q1/1/0"]["expected"]) == forged
     ledger_side = json.loads(rows["q1/1/0"]["delivered"])
-    assert ledger_side == [{"amount": "6490", "asset": "EUR/2", "destination_address": "escrow:q1",
+    assert ledger_side == [{"amount": "6491", "asset": "EUR/2", "destination_address": "escrow:q1",
                             "source_address": "world"}]  # fmt: skip
-    assert rows["q1/1/0"]["last_error"].startswith("PW560: posting 0: `amount` is `6490` in the ledger")
+    assert rows["q1/1/0"]["last_error"].startswith("PW560: posting 0: `amount` is `6491` in the ledger")
     # Commit order: the release waits behind the quarantined fund, and a later drain does not retry it.
     assert rows["q1/3/0"]["status"] == "pending" and rows["q1/3/0"]["attempts"] == 0
     with opened(url, TestClock(T0 + 3600)) as (_, worker, _ledger):
@@ -221,7 +242,7 @@ def test_tampered_expected_postings_are_quarantined_with_both_sides(
     assert listed[0]["expected_postings"] == forged and listed[0]["ledger_postings"] == ledger_side
     code, out, err = cli("outbox", "list", "--store", url, "--quarantined", capsys=capsys)
     assert code == 0, err
-    assert "expected: world -> escrow:q1 6400 EUR/2" in out and "ledger:   world -> escrow:q1 6490 EUR/2" in out
+    assert "expected: world -> escrow:q1 6490 EUR/2" in out and "ledger:   world -> escrow:q1 6491 EUR/2" in out
     code, out, _ = cli("outbox", "list", "--store", url, "--format", "json", capsys=capsys)
     assert [e["status"] for e in json.loads(out)] == ["quarantined", "pending"]
 
