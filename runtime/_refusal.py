@@ -8,18 +8,10 @@ disagree, both of them with labels that say which is which ("manifest" vs
 
 from __future__ import annotations
 
+from pactwright.bundle_reader import show
 from pactwright.errors import ActivationError
 
-
-def show(text: str, limit: int = 200) -> str:
-    """A user-supplied value safe to print inside backticks.
-
-    Non-ASCII and control characters are escaped, so a look-alike name
-    (`ｍodel.json`, `Model.json`) is visibly different from the real one and
-    no file name can move the cursor or fake a second line of output.
-    """
-    out = "".join(c if c.isascii() and c.isprintable() else f"\\u{ord(c):04x}" for c in text[:limit])
-    return out + ("…" if len(text) > limit else "")
+__all__ = ["Refusal", "show"]
 
 
 class Refusal(ActivationError):

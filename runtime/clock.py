@@ -58,7 +58,7 @@ class FileClock:
             text = self.path.read_text(encoding="utf-8").strip()
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"cannot read the clock file `{self.path}`: {exc}", code="PW520") from None
-        if not text.isdigit() or len(text) > 12 or int(text) > _MAX_SECONDS:
+        if not (text.isascii() and text.isdigit()) or len(text) > 12 or int(text) > _MAX_SECONDS:
             raise UsageError(
                 f"the clock file `{self.path}` must hold whole seconds since the Unix epoch",
                 code="PW520",

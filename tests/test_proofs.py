@@ -23,7 +23,7 @@ import z3
 from pactwright.canonical import load_json
 from pactwright.compiler.bundle import compile_candidate
 from pactwright.compiler.pipeline import check_bytes
-from pactwright.verifier import _z3_amounts, _z3_induction, _z3_transfers, proofs, symbolic
+from pactwright.verifier import _z3_induction, _z3_transfers, proofs, symbolic
 from pactwright.verifier._z3_induction import Machine
 from pactwright.verifier.explorer import Bounds, Explorer
 from pactwright.verifier.model import Model, load_model
@@ -298,7 +298,7 @@ def test_forced_unknown_answers_are_reported_as_unknown(monkeypatch: pytest.Monk
     def undecided_optimizer(timeout_ms: int) -> _Undecided:
         return _Undecided(z3.Optimize())
 
-    for module in (_z3_transfers, _z3_amounts, _z3_induction):
+    for module in (_z3_transfers, _z3_induction):
         monkeypatch.setattr(module, "make_solver", undecided_solver)
         if hasattr(module, "make_optimizer"):
             monkeypatch.setattr(module, "make_optimizer", undecided_optimizer)

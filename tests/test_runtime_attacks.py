@@ -204,9 +204,6 @@ def test_a_hostile_clock_file_is_refused_and_writes_nothing(
     assert dump(url) == before
 
 
-@pytest.mark.xfail(strict=True, reason="known: FileClock checks the file with str.isdigit, which accepts non-ASCII "
-                   "digits: `\u00b2` escapes as a ValueError traceback (exit 3) and Arabic-Indic digits are read as "
-                   "an epoch time")  # fmt: skip
 @pytest.mark.parametrize("content", ["\u00b2", "\u0661\u0667\u0668\u0660\u0663\u0661\u0665\u0662\u0660\u0660"])
 def test_a_clock_file_of_non_ascii_digits_is_refused_and_writes_nothing(
     url: str, content: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]

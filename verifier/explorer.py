@@ -1032,7 +1032,7 @@ class Explorer:
         state = self.model.states[block[0]]
         return f"no command can ever commit from `{state}` while {', '.join(held) or 'money is held'}"
 
-    def _explain(self, name: str, view: View, witness: dict[str, int] | None = None) -> str:
+    def _explain(self, name: str, view: View) -> str:
         """`expr` is false, with the values of the terms it reads."""
         values = []
         for text, fn, kind in self.leaf_fns[name]:
