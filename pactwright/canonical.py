@@ -72,6 +72,47 @@ def _check(value: Any, path: str) -> bool:
     raise CanonicalError(f"value of type `{type(value).__name__}` at `{path}` is not JSON", code="PW014")
 
 
+class _Careful(Exception):
+    """Raised by `_scan` for anything its fast walk does not settle; `_check` then decides."""
+
+
+def _scan(document: Any) -> bool:
+    """`_check`'s answer for plain documents, without recursion or path strings; `_Careful` otherwise.
+
+    Exact types only (a `str` or `int` subclass, a float, a non-dict mapping,
+    a big int, a lone surrogate, a non-string key all go to `_check`, which
+    refuses or accepts them exactly as before, with the path in its message).
+    """
+    plain = True
+    stack = [document]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    while stack:
+        value = pop()
+        kind = type(value)
+        if kind is str:
+            if not value.isascii():
+                try:
+                    value.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise _Careful from None
+        elif kind is dict:
+            for key, item in value.items():
+                if type(key) is not str:
+                    raise _Careful
+                if not key.isascii():
+                    push(key)
+                    plain = False
+                push(item)
+        elif kind is list or kind is tuple:
+            extend(value)
+        elif kind is int:
+            if value > _MAX_SAFE_INT or value < -_MAX_SAFE_INT:
+                raise _Careful
+        elif value is not None and kind is not bool:
+            raise _Careful
+    return plain
+
+
 def canonical_bytes(document: Any) -> bytes:
     """RFC 8785 bytes of `document`; refuses floats, big ints and non-string keys.
 
@@ -81,7 +122,11 @@ def canonical_bytes(document: Any) -> bytes:
     documents); the rest go through `rfc8785`.
     """
     try:
-        if _check(document, ""):
+        try:
+            plain = _scan(document)
+        except _Careful:
+            plain = _check(document, "")
+        if plain:
             return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
         return rfc8785.dumps(document)
     except RecursionError:

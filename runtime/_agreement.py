@@ -244,8 +244,9 @@ def _from_row(row: tuple[Any, ...]) -> Agreement:
 
 
 def unknown(agreement_id: str) -> CommandError:
+    shown = agreement_id.replace("\x00", "\\0")
     return CommandError(
-        f"there is no agreement `{agreement_id}` in the store",
+        f"there is no agreement `{shown}` in the store",
         code="PW501",
         hint="open one with `pactwright open PACT_ID --store URL ...`",
     )
@@ -253,6 +254,8 @@ def unknown(agreement_id: str) -> CommandError:
 
 def read(db: Backend, agreement_id: str, *, lock: bool) -> Agreement:
     """The agreement's row; with `lock`, held until the transaction ends (FOR UPDATE on PostgreSQL)."""
+    if "\x00" in agreement_id:  # no stored id holds one (open refuses it); PostgreSQL text cannot either
+        raise unknown(agreement_id)
     suffix = " FOR UPDATE" if lock and db.name == "postgresql" else ""
     rows = db.query(f"SELECT {COLUMNS} FROM agreements WHERE id = ?{suffix}", (agreement_id,))  # noqa: S608
     if not rows:
@@ -272,15 +275,26 @@ def load_bundle(store: Store, db: Backend, agreement: Agreement, only: tuple[str
     re-hashed: every byte the caller will use is checked, the other files'
     rows are checked against the manifest, and their bytes are not read.
     """
+    return load_bundle_with(store, db, agreement, only)[0]
+
+
+def load_bundle_with(
+    store: Store,
+    db: Backend,
+    agreement: Agreement,
+    only: tuple[str, ...] | None = None,
+    also: tuple[tuple[str, tuple[Any, ...]], ...] = (),
+) -> tuple[Bundle, list[list[tuple[Any, ...]]]]:
+    """`load_bundle`, with the caller's reads `also` answered in the same round trip."""
     wanted = None if only is None else (TRANSITIONS_PATH, *only)
-    stored = store.load_activation_in(db, agreement.activation_id, wanted)
+    stored, extra = store.load_recorded_in(db, agreement.activation_id, agreement.manifest_hash, wanted, also)
     if stored.manifest_hash != agreement.manifest_hash or stored.pact_id != agreement.pact_id:
         raise CommandError(
             f"agreement `{agreement.id}` records bundle {agreement.manifest_hash} but its activation holds "
             f"{stored.manifest_hash}",
             code="PW518",
         )
-    return bundle_of(stored)
+    return bundle_of(stored), extra
 
 
 # What a command changes; the rest (pact, bundle, activation, params, parties, accounts, opened_at)

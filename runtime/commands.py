@@ -130,7 +130,12 @@ def _payload(transition: str, role: str, party: str, params: Mapping[str, str]) 
 
 
 def payload_digest(transition: str, role: str, party: str, params: Mapping[str, str] | None = None) -> str:
-    """The digest idempotency keys and approvals bind to: the intent, not the expected version."""
+    """The digest idempotency keys and approvals bind to: the intent, not the expected version.
+
+    `params` are in the agreement's stored form (money in minor units, as
+    `show` prints them in JSON), which is what `submit` digests, so `64.9`
+    and `64.90` are one intent.
+    """
     return hash_bytes(canonical_bytes(_payload(transition, role, party, params or {})))
 
 
@@ -321,19 +326,32 @@ def submit(
     now = epoch_seconds(clock or SystemClock())
     with store.transaction(exclusive=False) as db:
         agreement = rows.read(db, agreement_id, lock=True)
+        # Commit time never goes back within an agreement: a clock that regressed commits at the last
+        # commit's instant, so stamps, deadlines and the event log stay in order.
+        now = max(now, agreement.updated_at)
         # After the lock, in one statement: the key's row (if any) and the evidence chain's head. Both
         # are written only under this row lock, so neither changes before this transaction ends.
-        found = db.query(_AFTER_LOCK, (agreement_id, key, agreement_id))[0]
-        prior = [found[:3]] if found[0] is not None else []
+        # The bundle's rows travel in the same round trip (it is re-verified whether or not it is used).
+        bundle, answers = rows.load_bundle_with(
+            store, db, agreement, rows.EXECUTED, ((_AFTER_LOCK, (agreement_id, key, agreement_id)),)
+        )
+        found = answers[0][0]
         head = rows.evidence_head(found[3], found[4])
-        if prior:
-            if str(prior[0][0]) == digest:
-                return SubmitResult.stored(db, agreement_id, str(prior[0][2]))
-            field = _differs(rows.loads(prior[0][1], "idempotent payload"), payload) or "payload"
+        if found[0] is not None:
+            if str(found[0]) == digest:
+                return SubmitResult.stored(db, agreement_id, str(found[2]))
+            # The same intent may be restated (`64.9` for `64.90`): compare as the agreement holds it.
+            payload = _payload(transition, actor_role, actor_party, _stored_form(bundle, command))
+            if str(found[0]) == hash_bytes(rows.dumps(payload).encode("utf-8")):
+                return SubmitResult.stored(db, agreement_id, str(found[2]))
+            field = _differs(rows.loads(found[1], "idempotent payload"), payload) or "payload"
             raise _refuse("PW515", f"idempotency key `{key}` was used for another payload: `{field}` differs",
                           field=field)  # fmt: skip
-        bundle = rows.load_bundle(store, db, agreement, rows.EXECUTED)
         spec = _check(bundle, agreement, transition, actor_role, actor_party, expect_version, command)
+        stored_form = _stored_form(bundle, command)
+        if stored_form != command:  # the key and approvals bind to the params as the agreement holds them
+            payload = _payload(transition, actor_role, actor_party, stored_form)
+            digest = hash_bytes(rows.dumps(payload).encode("utf-8"))
         if spec.get("guard") is not None and not evaluate(spec["guard"], agreement.view(bundle, now)):
             parts = false_parts(spec["guard"], agreement.view(bundle, now), bundle.scale)
             raise _refuse("PW512", f"the guard of `{transition}` is false at {now}: {'; '.join(parts)}",
@@ -362,6 +380,21 @@ def submit(
         )
         _commit(db, bundle, agreement, after, result, spec, payload, digest, key, variables, approval_id, head)
         return result
+
+
+def _stored_form(bundle: Bundle, params: Mapping[str, str]) -> dict[str, str]:
+    """The command's params as the agreement stores them (money in minor units, percent canonical).
+
+    A value that does not encode is kept as given; `_check` refuses it.
+    """
+    kinds = {str(p["name"]): str(p["type"]) for p in bundle.doc["params"]}
+    out = {}
+    for name, raw in params.items():
+        try:
+            out[name] = _encode(kinds[name], raw, bundle.scale, name) if name in kinds else raw
+        except CommandError:
+            out[name] = raw
+    return out
 
 
 def _within_ceilings(bundle: Bundle, agreement: Agreement, transition: Mapping[str, Any], now: int) -> None:
@@ -401,6 +434,13 @@ def _commit(db: Backend, bundle: Bundle, before: Agreement, after: Agreement, re
             "stamps": list(spec["stamps"]), "manifest_hash": before.manifest_hash, "approval": approval_id}  # fmt: skip
     if result.effects:  # recorded, not executed (`_effect_calls`)
         body["effects"] = list(result.effects)
+    with db.pipelined():  # the writes read nothing back: on PostgreSQL one round trip for all of them
+        _write(db, before, after, result, spec, payload, body, digest, key, variables, expected, approval_id, head)
+
+
+def _write(db: Backend, before: Agreement, after: Agreement, result: SubmitResult, spec: Mapping[str, Any],
+           payload: dict[str, Any], body: dict[str, Any], digest: str, key: str, variables: dict[str, str] | None,
+           expected: list[dict[str, str]], approval_id: str | None, head: tuple[int, str | None]) -> None:  # fmt: skip
     db.execute(
         "INSERT INTO events (agreement_id, seq, event_id, transition, actor_role, actor_party, committed_at, "
         "payload_digest, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",

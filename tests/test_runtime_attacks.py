@@ -77,9 +77,6 @@ def _refused(url: str, code: str, call: Any) -> CommandError:
 # Idempotency ---------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="known: the idempotency payload holds the params as typed, not as parsed: "
-                   "a retry restating price=64.9 after price=64.90 (the same money) is refused PW515 "
-                   "`params.price` differs instead of answered")  # fmt: skip
 def test_a_retry_restating_the_same_money_differently_is_answered(url: str) -> None:
     with open_store(url) as store:
         open_agreement(store, PACT_ID, {"price": "64.90"}, PARTIES, agreement_id="a1", clock=TestClock(T0))
@@ -218,9 +215,6 @@ def test_a_clock_file_of_non_ascii_digits_is_refused_and_writes_nothing(
     assert dump(url) == before
 
 
-@pytest.mark.xfail(strict=True, reason="known: commit time is not monotonic per agreement: a clock that moves "
-                   "backwards commits an event before its predecessor and stamps delivered_at "
-                   "before funded_at")  # fmt: skip
 def test_a_clock_moving_backwards_never_commits_before_the_last_event(url: str) -> None:
     with open_store(url) as store:
         open_agreement(store, PACT_ID, {"price": "64.90"}, PARTIES, agreement_id="a1", clock=TestClock(T0))
@@ -342,9 +336,6 @@ def test_a_worker_with_the_store_and_the_ledger_swapped_is_refused_and_writes_no
     assert {p: p.read_bytes() for p in files} == files
 
 
-@pytest.mark.xfail(strict=True, reason="known: the store does not refuse the ledger's database: open_store on a "
-                   "ledger file migrates the store schema into it (the ledger refuses the store, PW550, but not "
-                   "the reverse)")  # fmt: skip
 def test_a_store_url_pointing_at_the_ledger_is_refused_and_writes_nothing(url: str, tmp_path: Path) -> None:
     _funded(url, "a1")
     ledger = tmp_path / "store.ledger.sqlite"
@@ -360,8 +351,6 @@ def test_a_store_url_pointing_at_the_ledger_is_refused_and_writes_nothing(url: s
 # Hostile identifiers on PostgreSQL -----------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="known: on PostgreSQL an agreement id holding a NUL byte reaches the driver "
-                   "and comes back as PW709 `the store refused the write`, where SQLite answers PW501")  # fmt: skip
 def test_a_nul_byte_in_an_agreement_id_is_an_unknown_agreement_on_postgresql(pg_url: str) -> None:
     _funded(pg_url, "a1")
     with open_store(pg_url) as store:

@@ -35,7 +35,11 @@ class Backend(Protocol):
 
     def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
 
+    def query_many(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[tuple[Any, ...]]]: ...
+
     def transaction(self, *, write: bool, exclusive: bool = True) -> contextlib.AbstractContextManager[None]: ...
+
+    def pipelined(self) -> contextlib.AbstractContextManager[None]: ...
 
     def has_table(self, name: str) -> bool: ...
 
@@ -111,6 +115,9 @@ class SQLiteBackend:
     def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         self._conn.executemany(sql, [tuple(row) for row in rows])
 
+    def query_many(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[tuple[Any, ...]]]:
+        return [self.query(sql, params) for sql, params in statements]
+
     @contextlib.contextmanager
     def transaction(self, *, write: bool, exclusive: bool = True) -> Iterator[None]:
         # SQLite has one writer at a time whatever `exclusive` says: BEGIN IMMEDIATE is the row lock.
@@ -125,6 +132,11 @@ class SQLiteBackend:
         if self._wal_pending and self._conn.total_changes != changes:
             mode = self._wal()
             self._wal_pending = mode is None or str(mode[0]).lower() != "wal"
+
+    @contextlib.contextmanager
+    def pipelined(self) -> Iterator[None]:
+        """SQLite runs in this process: there is no round trip to save."""
+        yield
 
     def has_table(self, name: str) -> bool:
         return bool(self.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)))
@@ -160,6 +172,13 @@ class PostgresBackend:
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         self._conn.execute(self._sql(sql), tuple(params))
 
+    def query_many(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[tuple[Any, ...]]]:
+        """Several reads in one round trip (pipeline mode); each statement's rows, in order."""
+        with self._conn.pipeline():
+            cursors = [self._conn.execute(self._sql(sql), tuple(params)) for sql, params in statements]
+            answers = [cursor.fetchall() for cursor in cursors]
+        return [[tuple(bytes(v) if isinstance(v, memoryview) else v for v in row) for row in rows] for rows in answers]
+
     def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         with self._conn.cursor() as cursor:  # psycopg pipelines executemany: one round trip, not one per row
             cursor.executemany(self._sql(sql), [tuple(row) for row in rows])
@@ -172,6 +191,17 @@ class PostgresBackend:
                 # One writer per store (= per schema): activations serialize, and
                 # two first-time migrations cannot race to create the same table.
                 self._conn.execute("SELECT pg_advisory_xact_lock(hashtext('pactwright.store:' || current_schema()))")
+            yield
+
+    @contextlib.contextmanager
+    def pipelined(self) -> Iterator[None]:
+        """Statements sent without waiting for each answer (psycopg's pipeline mode): one round trip.
+
+        For a run of writes whose results nobody reads: an error in any of
+        them is raised when the block ends, inside the caller's transaction,
+        which then rolls back whole.
+        """
+        with self._conn.pipeline():
             yield
 
     def has_table(self, name: str) -> bool:

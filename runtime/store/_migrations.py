@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pactwright.errors import StoreError
+from pactwright.errors import StoreError, UsageError
 from pactwright.runtime.store._backend import Backend
 
 
@@ -211,6 +211,20 @@ def applied(backend: Backend) -> dict[int, str]:
     return {int(v): str(n) for v, n in backend.query("SELECT version, name FROM schema_migrations ORDER BY version")}
 
 
+def refuse_ledger(backend: Backend) -> None:
+    """Refuse (PW700) a database that is a ledger's: the store never writes its schema into one.
+
+    The ledger refuses the store (PW550); this is the other direction, so a
+    `--store` pointed at the ledger's file or schema changes nothing there.
+    """
+    if backend.has_table("ledger_migrations") and not backend.has_table("schema_migrations"):
+        raise UsageError(
+            "this database is a ledger's, not a store: the store needs a database of its own",
+            code="PW700",
+            hint="pass the store's own `--store` URL; the ledger is given with `--ledger`",
+        )
+
+
 def check_known(recorded: dict[int, str]) -> None:
     """Refuse (PW701) a store with migrations this release does not have."""
     known = {m.version: m.name for m in MIGRATIONS}
@@ -229,6 +243,7 @@ def check_known(recorded: dict[int, str]) -> None:
 def migrate(backend: Backend) -> int:
     """Apply every missing migration in order, in one transaction; returns how many ran."""
     with backend.transaction(write=True):
+        refuse_ledger(backend)
         backend.execute(_LEDGER)
         recorded = applied(backend)
         check_known(recorded)

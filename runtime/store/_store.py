@@ -21,7 +21,7 @@ from pactwright.errors import PactwrightError, StoreError
 from pactwright.manifest import MANIFEST_PATH
 from pactwright.runtime.store import _integrity as integrity
 from pactwright.runtime.store._backend import Backend, connect, unreachable
-from pactwright.runtime.store._migrations import TABLES, applied, check_known, migrate
+from pactwright.runtime.store._migrations import TABLES, applied, check_known, migrate, refuse_ledger
 from pactwright.signing import APPROVAL_PATH, SIGNATURES_PATH
 
 
@@ -107,7 +107,7 @@ class WriteTx:
     def put_bundle(self, pact_id: str, pact_version: str, manifest_hash: str, files: Mapping[str, bytes]) -> None:
         """Store a bundle's manifest-covered files, once; a bundle stored before must still be intact."""
         if self._db.query("SELECT 1 FROM bundles WHERE manifest_hash = ?", (manifest_hash,)):
-            rows = _file_rows(self._db, manifest_hash)
+            rows = _file_rows(self._db.query(*_file_rows_sql(manifest_hash)), manifest_hash)
             integrity.check_bundle_rows(manifest_hash, pact_id, pact_version, rows)
             return
         self._db.execute(
@@ -163,19 +163,21 @@ class WriteTx:
         return activation_id
 
 
+_ACTIVATION_SQL = (
+    f"SELECT {', '.join('a.' + c.strip() for c in _ACTIVATION_COLUMNS.split(','))}, "  # noqa: S608
+    "b.manifest_hash, b.pact_id, b.pact_version, a.approval, a.signatures "
+    "FROM activations a LEFT JOIN bundles b ON b.manifest_hash = a.manifest_hash WHERE a.id = ?"
+)
+
+
 def _activation_row(
-    db: Backend, activation_id: int
+    rows: list[tuple[Any, ...]], activation_id: int
 ) -> tuple[dict[str, Any], bytes, bytes, tuple[Any, Any] | None] | None:
     """The activation row, its approval and signatures, and its bundle's (pact id, version) row or None.
 
-    One statement (the bundle row joined), so a load costs one round trip less.
+    From the rows of `_ACTIVATION_SQL`: one statement (the bundle row
+    joined), so a load costs one round trip less.
     """
-    rows = db.query(
-        f"SELECT {', '.join('a.' + c.strip() for c in _ACTIVATION_COLUMNS.split(','))}, "  # noqa: S608
-        "b.manifest_hash, b.pact_id, b.pact_version, a.approval, a.signatures "
-        "FROM activations a LEFT JOIN bundles b ON b.manifest_hash = a.manifest_hash WHERE a.id = ?",
-        (activation_id,),
-    )
     if not rows:
         return None
     names = [c.strip() for c in _ACTIVATION_COLUMNS.split(",")]
@@ -191,8 +193,13 @@ def _activation_row(
 
 
 def _load(
-    db: Backend, activation_id: int, active: tuple[str, str, str] | None, only: Sequence[str] | None = None
-) -> StoredBundle:
+    db: Backend,
+    activation_id: int,
+    active: tuple[str, str, str] | None,
+    only: Sequence[str] | None = None,
+    manifest_hash: str | None = None,
+    also: Sequence[tuple[str, Sequence[Any]]] = (),
+) -> tuple[StoredBundle, list[list[tuple[Any, ...]]]]:
     """One activation's bundle, every byte it returns and every cross-reference re-verified.
 
     With `active` (pact id, version, manifest hash from the `active` row),
@@ -200,22 +207,37 @@ def _load(
     (paths, and prefixes ending in `/`), only those files' contents are read
     and re-hashed; every other stored file's row must still be listed in the
     manifest with the manifest's hash and size (`integrity.check_bundle_rows`).
+    With `manifest_hash` (the one the caller's record names), the activation
+    and file rows are read in one round trip, with the statements of `also`,
+    whose rows come back beside the bundle; the activation must then hold
+    that manifest.
     """
-    found = _activation_row(db, activation_id)
+    if manifest_hash is None:
+        found = _activation_row(db.query(_ACTIVATION_SQL, (activation_id,)), activation_id)
+        extra: list[list[tuple[Any, ...]]] = db.query_many(also) if also else []
+        file_rows = None
+    else:
+        sql, params = _file_rows_sql(manifest_hash, only)
+        answers = db.query_many([(_ACTIVATION_SQL, (activation_id,)), (sql, params), *also])
+        found, file_rows, extra = _activation_row(answers[0], activation_id), answers[1], answers[2:]
     if active is not None:
         pact_id, version, manifest_hash = active
         integrity.check_active_row(pact_id, (version, manifest_hash, activation_id), found and found[0])
     if found is None:
         raise StoreError(f"there is no activation {activation_id} in the store", code="PW702")
     activation, approval, signatures, bundle = found
+    if manifest_hash is not None and str(activation["manifest_hash"]) != manifest_hash:
+        file_rows = None  # read for another manifest: read this one's below
     manifest_hash = str(activation["manifest_hash"])
     if bundle is None:
         raise integrity.tampered("PW704", f"activation {activation_id} points at bundle {manifest_hash}, which is gone")
     pact = (str(bundle[0]), str(bundle[1]))
-    _, files = integrity.check_bundle_rows(manifest_hash, *pact, _file_rows(db, manifest_hash, only))
+    if file_rows is None:
+        file_rows = db.query(*_file_rows_sql(manifest_hash, only))
+    _, files = integrity.check_bundle_rows(manifest_hash, *pact, _file_rows(file_rows, manifest_hash, only))
     integrity.check_activation_row(activation, approval, signatures, manifest_hash, pact)
     activation["forced"] = bool(activation["forced"])
-    return StoredBundle(
+    stored = StoredBundle(
         pact_id=pact[0],
         pact_version=pact[1],
         manifest_hash=manifest_hash,
@@ -223,6 +245,7 @@ def _load(
         activation=ActivationRecord(**activation),
         complete=only is None,
     )
+    return stored, extra
 
 
 def _load_active(db: Backend, pact_id: str) -> StoredBundle | None:
@@ -243,13 +266,11 @@ def _load_active(db: Backend, pact_id: str) -> StoredBundle | None:
     if activation_id is None:
         return None
     _, version, manifest_hash, _ = pointers[0]
-    return _load(db, activation_id, (pact_id, str(version), str(manifest_hash)))
+    return _load(db, activation_id, (pact_id, str(version), str(manifest_hash)))[0]
 
 
-def _file_rows(
-    db: Backend, manifest_hash: str, only: Sequence[str] | None = None
-) -> list[tuple[str, str, int, bytes | None]]:
-    """Every stored file row of a bundle; with `only`, the content of the manifest and those files alone.
+def _file_rows_sql(manifest_hash: str, only: Sequence[str] | None = None) -> tuple[str, list[Any]]:
+    """The statement reading a bundle's file rows; with `only`, the content of the manifest and those files alone.
 
     A file left out has None for its content (the database never sends it);
     its path, hash and size columns are still returned and checked.
@@ -261,10 +282,14 @@ def _file_rows(
         prefixes = [p for p in only if p.endswith("/")]
         tests = [f"path IN ({', '.join('?' * len(exact))})", *(f"substr(path, 1, {len(p)}) = ?" for p in prefixes)]
         content, params = f"CASE WHEN {' OR '.join(tests)} THEN content END", [*exact, *prefixes, manifest_hash]
-    rows = db.query(
-        f"SELECT path, sha256, size, {content} FROM bundle_files WHERE manifest_hash = ? ORDER BY path",  # noqa: S608
-        params,
-    )
+    sql = f"SELECT path, sha256, size, {content} FROM bundle_files WHERE manifest_hash = ? ORDER BY path"  # noqa: S608
+    return sql, params
+
+
+def _file_rows(
+    rows: list[tuple[Any, ...]], manifest_hash: str, only: Sequence[str] | None = None
+) -> list[tuple[str, str, int, bytes | None]]:
+    """The rows of `_file_rows_sql`, their types checked."""
     exact_paths = None if only is None else {MANIFEST_PATH, *only}
     prefix_paths = () if only is None else tuple(p for p in only if p.endswith("/"))
     out: list[tuple[str, str, int, bytes | None]] = []
@@ -368,7 +393,23 @@ class Store:
         uses nothing else; the rows of the others are still checked against
         the manifest, but their bytes are not read.
         """
-        return _load(db, activation_id, None, only)
+        return _load(db, activation_id, None, only)[0]
+
+    def load_recorded_in(
+        self,
+        db: Backend,
+        activation_id: int,
+        manifest_hash: str,
+        only: Sequence[str] | None = None,
+        also: Sequence[tuple[str, Sequence[Any]]] = (),
+    ) -> tuple[StoredBundle, list[list[tuple[Any, ...]]]]:
+        """`load_activation_in` for a record that names its manifest, in one round trip with `also`.
+
+        The caller's own statements (`also`, read-only) travel with the
+        bundle's; their rows come back in order beside the bundle, which is
+        verified exactly as `load_activation_in` verifies it.
+        """
+        return _load(db, activation_id, None, only, manifest_hash, also)
 
     def active_in(self, db: Backend, pact_id: str) -> StoredBundle:
         """`load_active` inside a transaction already open on `db` (PW702 when nothing is active)."""
@@ -414,7 +455,7 @@ class Store:
     def load_activation(self, activation_id: int) -> StoredBundle:
         """The bundle of one activation record (active or not), re-verified."""
         with self._read():
-            return _load(self._db, activation_id, None)
+            return _load(self._db, activation_id, None)[0]
 
     def verify_all(self) -> list[Finding]:
         """Re-verify every stored bundle, activation and active pointer; every problem, not just the first."""
@@ -427,7 +468,8 @@ class Store:
                 findings.append(Finding(exc.code, exc.message, subject))
 
         def check_bundle(manifest_hash: str, pact_id: str, version: str) -> None:
-            integrity.check_bundle_rows(manifest_hash, pact_id, version, _file_rows(self._db, manifest_hash))
+            rows = _file_rows(self._db.query(*_file_rows_sql(manifest_hash)), manifest_hash)
+            integrity.check_bundle_rows(manifest_hash, pact_id, version, rows)
 
         with self._read():
             for manifest_hash, pact_id, version in self._db.query(
@@ -474,6 +516,7 @@ def open_store(url: str, *, migrate_schema: bool = True) -> Store:
         if migrate_schema:
             migrate(backend)
         else:
+            refuse_ledger(backend)
             check_known(applied(backend))
     except Exception as exc:
         backend.close()
