@@ -337,6 +337,13 @@ def run_an_agreement(demo: Demo) -> None:
     _cli(demo, "evidence", "verify", "m1", "--store", store)
 
 
+def _refund_step(demo: Demo) -> None:
+    """The support refund against the provider simulator (pactwright/_demo_refund.py)."""
+    from pactwright._demo_refund import refund_with_approval
+
+    refund_with_approval(demo)
+
+
 def _shown(path: Path) -> str:
     try:
         return str(path.relative_to(Path.cwd()))
@@ -354,6 +361,7 @@ STEPS: tuple[tuple[str, Step], ...] = (
     ("approve, sign and activate", approve_sign_activate),
     ("a tampered bundle is refused at activation", refuse_a_tampered_bundle),
     ("run an agreement: commands, a terminal race, the ledger, evidence", run_an_agreement),
+    ("a refund: preview, approval, a lost response, reconciliation, the evidence claim", _refund_step),
 )
 
 

@@ -8,6 +8,7 @@ an edited row is never guessed at.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -177,7 +178,9 @@ class Agreement:
             self.updated_at,
         )
 
-    def view(self, bundle: Bundle, now: int) -> View:
+    def view(self, bundle: Bundle, now: int, applied: Mapping[str, int] | None = None,
+             totals: Mapping[str, int] | None = None) -> View:  # fmt: skip
+        """What expressions read at `now`; `applied`/`totals` are the effects' (runtime/_command_effects.py)."""
         kinds = {p["name"]: p["type"] for p in bundle.doc["params"]}
         params: dict[str, Value] = {name: typed_value(kinds[name], text) for name, text in self.params.items()}
         return View(
@@ -189,6 +192,8 @@ class Agreement:
             reached=frozenset(self.reached),
             approved=frozenset(self.approved),
             final=bool(bundle.state(self.state)["final"]),
+            applied=applied or {},
+            totals=totals or {},
         )
 
     def evolve(self, **changes: Any) -> Agreement:

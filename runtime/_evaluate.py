@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -38,6 +38,9 @@ class View:
     reached: frozenset[str]
     approved: frozenset[str]
     final: bool
+    # Per effect: how many of its calls took effect, and the amount they carried (runtime/_command_effects.py).
+    applied: Mapping[str, int] = field(default_factory=dict)
+    totals: Mapping[str, int] = field(default_factory=dict)
 
 
 _CMP: dict[str, Callable[[Any, Any], bool]] = {
@@ -102,11 +105,13 @@ def evaluate(expr: Mapping[str, Any], view: View) -> Value:
         return view.balances.get(str(expr["name"]), 0)
     if op in ("fired", "applied"):
         # Postings are delivered once per commit (the outbox deduplicates by reference),
-        # so a transition's postings take effect exactly as often as it committed.
-        # Effects are not executed yet: applied(EFFECT) is 0.
-        return view.fired.get(str(expr["name"]), 0) if expr.get("value", "transition") == "transition" else 0
+        # so a transition's postings take effect exactly as often as it committed. An effect's
+        # count is the calls the runtime knows took effect (acknowledged or recovered).
+        if expr.get("value", "transition") == "transition":
+            return view.fired.get(str(expr["name"]), 0)
+        return view.applied.get(str(expr["name"]), 0)
     if op == "total":
-        return 0
+        return view.totals.get(str(expr["name"]), 0)
     if op == "reached":
         return str(expr["name"]) in view.reached
     if op == "approved":

@@ -20,7 +20,7 @@ raised before anything is written.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pactwright.canonical import canonical_bytes, hash_bytes
@@ -28,15 +28,17 @@ from pactwright.errors import CommandError, LedgerError, PactwrightError
 from pactwright.money import Percent, format_money
 from pactwright.movement import ledger_postings, params_of
 from pactwright.runtime import _agreement as rows
+from pactwright.runtime import _command_effects as effects
 from pactwright.runtime._agreement import Agreement, Bundle
 from pactwright.runtime._evaluate import evaluate, false_parts
 from pactwright.runtime.agreements import _encode
 from pactwright.runtime.clock import Clock, SystemClock, epoch_seconds
+from pactwright.runtime.effect_payload import PlannedCall, planned_calls
 from pactwright.runtime.numscript import Program, parse_program, run_program
 from pactwright.runtime.store import Store
 from pactwright.runtime.store._backend import Backend
 
-__all__ = ["SubmitResult", "payload_digest", "submit"]
+__all__ = ["Command", "Grant", "SubmitResult", "payload_digest", "run_in", "submit"]
 
 STALE = "STALE_AGREEMENT_VERSION"
 MAX_KEY = 200
@@ -64,9 +66,11 @@ class SubmitResult:
     outbox: tuple[str, ...]
     replayed: bool = False
     dry_run: bool = False
-    # The effect calls the transition makes, as recorded (`_effect_calls`): the runtime does not
-    # execute effects yet, so each says `"executed": false` and nothing reached a provider.
+    # The effect calls the transition makes (`_call_json`): committed `prepared`, sent by the worker.
     effects: tuple[dict[str, Any], ...] = ()
+    # "committed", or "waiting_for_approval" with the approval request (its id, preview and digest).
+    status: str = "committed"
+    approval: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -82,6 +86,8 @@ class SubmitResult:
             "replayed": self.replayed,
             "dry_run": self.dry_run,
             "effects": list(self.effects),
+            "status": self.status,
+            "approval": self.approval,
         }
 
     @classmethod
@@ -189,11 +195,18 @@ def _check(bundle: Bundle, agreement: Agreement, name: str, role: str, party: st
     return transition
 
 
-def _approval(db: Backend, agreement: Agreement, transition: Mapping[str, Any], party: str, digest: str) -> str | None:
-    """The id of a matching unconsumed approval (PW513 when there is none)."""
+def _approval(db: Backend, agreement: Agreement, transition: Mapping[str, Any], party: str, digest: str,
+              grant: Grant | None = None) -> str | None:  # fmt: skip
+    """The id of the one-use approval this command consumes: the grant's, or a matching unconsumed one.
+
+    None when the transition needs none, or needs one nobody granted yet
+    (the caller parks the command).
+    """
     need = transition.get("approval")
     if not need:
         return None
+    if grant is not None:
+        return grant.request_id
     for approval_id, approver_party in db.query(
         "SELECT id, approver_party FROM approvals WHERE agreement_id = ? AND transition = ? AND payload_digest = ? "
         "AND approver_role = ? AND consumed_event_id IS NULL ORDER BY id",
@@ -204,8 +217,7 @@ def _approval(db: Backend, agreement: Agreement, transition: Mapping[str, Any], 
         if need.get("not_requester") and approver_party == party:
             continue
         return str(approval_id)
-    raise _refuse("PW513", f"`{transition['id']}` needs a one-use approval by `{need['role']}` for this exact payload",
-                  field="approval", expected=digest)  # fmt: skip
+    return None
 
 
 def _variables(bundle: Bundle, agreement: Agreement, ledger: Mapping[str, Any], now: int) -> dict[str, str]:
@@ -316,70 +328,161 @@ def submit(
     dry_run: bool = False,
     clock: Clock | None = None,
 ) -> SubmitResult:
-    """Run one command through every check; commit it (or, with `dry_run`, only compute it)."""
+    """Run one command through every check; commit it (or, with `dry_run`, only compute it).
+
+    A transition that needs an approval nobody has granted yet is parked as
+    an approval request (`status == "waiting_for_approval"`, with the preview
+    in `approval`); `pactwright.runtime.approvals.grant` commits it.
+    """
+    now = epoch_seconds(clock or SystemClock())
+    command = Command(transition, actor_role, actor_party, key, dict(params or {}), expect_version)
+    with store.transaction(exclusive=False) as db:
+        return run_in(store, db, agreement_id, command, now, dry_run=dry_run)
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command as a caller states it."""
+
+    transition: str
+    role: str
+    party: str
+    key: str
+    params: Mapping[str, str]
+    expect_version: int | None = None
+
+
+@dataclass(frozen=True)
+class Grant:
+    """An approval being granted now, for the parked command it allows (runtime/approvals.py)."""
+
+    request_id: str
+    approver_role: str
+    approver_party: str
+    preview_digest: str
+    expires_at: int
+    requested_at: int
+
+
+def run_in(store: Store, db: Backend, agreement_id: str, command: Command, now: int, *, dry_run: bool = False,
+           grant: Grant | None = None) -> SubmitResult:  # fmt: skip
+    """`submit` inside a transaction already open on `db`: lock, check, commit (or compute, or park)."""
+    transition, actor_role, actor_party, key = command.transition, command.role, command.party, command.key
     if not key or len(key) > MAX_KEY or not key.isprintable() or key.strip() != key:
         raise _refuse("PW519", f"an idempotency key is 1-{MAX_KEY} printable characters", field="key")
-    command = dict(params or {})
-    payload = _payload(transition, actor_role, actor_party, command)
+    given = dict(command.params)
+    payload = _payload(transition, actor_role, actor_party, given)
     # Encoded once: the digest and the idempotency row's payload are the same canonical bytes.
     digest = hash_bytes(rows.dumps(payload).encode("utf-8"))
-    now = epoch_seconds(clock or SystemClock())
-    with store.transaction(exclusive=False) as db:
-        agreement = rows.read(db, agreement_id, lock=True)
-        # Commit time never goes back within an agreement: a clock that regressed commits at the last
-        # commit's instant, so stamps, deadlines and the event log stay in order.
-        now = max(now, agreement.updated_at)
-        # After the lock, in one statement: the key's row (if any) and the evidence chain's head. Both
-        # are written only under this row lock, so neither changes before this transaction ends.
-        # The bundle's rows travel in the same round trip (it is re-verified whether or not it is used).
-        bundle, answers = rows.load_bundle_with(
-            store, db, agreement, rows.EXECUTED, ((_AFTER_LOCK, (agreement_id, key, agreement_id)),)
-        )
-        found = answers[0][0]
-        head = rows.evidence_head(found[3], found[4])
-        if found[0] is not None:
-            if str(found[0]) == digest:
-                return SubmitResult.stored(db, agreement_id, str(found[2]))
-            # The same intent may be restated (`64.9` for `64.90`): compare as the agreement holds it.
-            payload = _payload(transition, actor_role, actor_party, _stored_form(bundle, command))
-            if str(found[0]) == hash_bytes(rows.dumps(payload).encode("utf-8")):
-                return SubmitResult.stored(db, agreement_id, str(found[2]))
-            field = _differs(rows.loads(found[1], "idempotent payload"), payload) or "payload"
-            raise _refuse("PW515", f"idempotency key `{key}` was used for another payload: `{field}` differs",
-                          field=field)  # fmt: skip
-        spec = _check(bundle, agreement, transition, actor_role, actor_party, expect_version, command)
-        stored_form = _stored_form(bundle, command)
-        if stored_form != command:  # the key and approvals bind to the params as the agreement holds them
-            payload = _payload(transition, actor_role, actor_party, stored_form)
-            digest = hash_bytes(rows.dumps(payload).encode("utf-8"))
-        if spec.get("guard") is not None and not evaluate(spec["guard"], agreement.view(bundle, now)):
-            parts = false_parts(spec["guard"], agreement.view(bundle, now), bundle.scale)
-            raise _refuse("PW512", f"the guard of `{transition}` is false at {now}: {'; '.join(parts)}",
-                          field="guard")  # fmt: skip
-        _within_ceilings(bundle, agreement, spec, now)
-        approval_id = _approval(db, agreement, spec, actor_party, digest)
-        postings, balances, variables = _postings(bundle, agreement, spec, now)
-        seq = agreement.version + 1
-        event_id = f"{agreement_id}/{seq}"
-        outbox = [f"{event_id}/0"] if variables is not None else []
-        target = str(spec["to"])
-        effects = _effect_calls(bundle, agreement, spec, now)
-        result = SubmitResult(agreement_id, event_id, seq, seq, target, transition, now, tuple(postings),
-                              tuple(outbox), dry_run=dry_run, effects=effects)  # fmt: skip
-        if dry_run:
-            return result
-        after = agreement.evolve(
-            state=target,
-            version=seq,
-            stamps={**agreement.stamps, **dict.fromkeys(spec["stamps"], now)},
-            fired={**agreement.fired, transition: agreement.fired.get(transition, 0) + 1},
-            balances=balances,
-            reached=tuple(sorted({*agreement.reached, target})),
-            approved=tuple(sorted({*agreement.approved, transition})) if approval_id else agreement.approved,
-            updated_at=now,
-        )
-        _commit(db, bundle, agreement, after, result, spec, payload, digest, key, variables, approval_id, head)
+    agreement = rows.read(db, agreement_id, lock=True)
+    # Commit time never goes back within an agreement: a clock that regressed commits at the last
+    # commit's instant, so stamps, deadlines and the event log stay in order.
+    now = max(now, agreement.updated_at)
+    # After the lock, in one statement: the key's row (if any) and the evidence chain's head. Both
+    # are written only under this row lock, so neither changes before this transaction ends.
+    # The bundle's rows travel in the same round trip (it is re-verified whether or not it is used).
+    bundle, answers = rows.load_bundle_with(
+        store, db, agreement, rows.EXECUTED, ((_AFTER_LOCK, (agreement_id, key, agreement_id)),)
+    )
+    found = answers[0][0]
+    head = rows.evidence_head(found[3], found[4])
+    if found[0] is not None:
+        if str(found[0]) == digest:
+            return SubmitResult.stored(db, agreement_id, str(found[2]))
+        # The same intent may be restated (`64.9` for `64.90`): compare as the agreement holds it.
+        payload = _payload(transition, actor_role, actor_party, _stored_form(bundle, given))
+        if str(found[0]) == hash_bytes(rows.dumps(payload).encode("utf-8")):
+            return SubmitResult.stored(db, agreement_id, str(found[2]))
+        field = _differs(rows.loads(found[1], "idempotent payload"), payload) or "payload"
+        raise _refuse("PW515", f"idempotency key `{key}` was used for another payload: `{field}` differs",
+                      field=field)  # fmt: skip
+    spec = _check(bundle, agreement, transition, actor_role, actor_party, command.expect_version, given)
+    stored_form = _stored_form(bundle, given)
+    if stored_form != given:  # the key and approvals bind to the params as the agreement holds them
+        payload = _payload(transition, actor_role, actor_party, stored_form)
+        digest = hash_bytes(rows.dumps(payload).encode("utf-8"))
+    seen = effects.tally(db, agreement_id) if effects.referenced(spec) else effects.Tally()
+    effects.check_dependencies(spec, seen)
+    view = agreement.view(bundle, now, seen.applied, seen.totals)
+    if spec.get("guard") is not None and not evaluate(spec["guard"], view):
+        parts = false_parts(spec["guard"], view, bundle.scale)
+        raise _refuse("PW512", f"the guard of `{transition}` is false at {now}: {'; '.join(parts)}",
+                      field="guard")  # fmt: skip
+    _within_ceilings(bundle, agreement, spec, now)
+    seq = agreement.version + 1
+    planned = planned_calls(bundle, agreement, spec, now, seq)
+    effects.check_budgets(bundle, spec, planned, seen)
+    postings, balances, variables = _postings(bundle, agreement, spec, now)
+    approval_id = _approval(db, agreement, spec, actor_party, digest, grant)
+    event_id = f"{agreement_id}/{seq}"
+    outbox = [f"{event_id}/0"] if variables is not None else []
+    target = str(spec["to"])
+    calls = tuple(_call_json(bundle, agreement_id, seq, call) for call in planned)
+    result = SubmitResult(agreement_id, event_id, seq, seq, target, transition, now, tuple(postings),
+                          tuple(outbox), dry_run=dry_run, effects=calls)  # fmt: skip
+    if approval_id is None and spec.get("approval"):
+        from pactwright.runtime import approvals  # the approval flow, only for transitions that need it
+
+        parked = approvals.park(db, bundle, agreement, spec, payload, digest, key, planned, postings, now,
+                                write=not dry_run)  # fmt: skip
+        return replace(result, event_id="", seq=agreement.version, version=agreement.version,
+                       state=agreement.state, outbox=(), status="waiting_for_approval",
+                       approval=parked.to_json())  # fmt: skip
+    if grant is not None:
+        approvals_check = _preview_digest(bundle, agreement, spec, payload, planned, postings, grant)
+        if approvals_check != grant.preview_digest:
+            raise _refuse("PW603", f"approval `{grant.request_id}` was granted for another preview: what "
+                          f"`{transition}` would do now differs from what the approver saw",
+                          field="approval", expected=grant.preview_digest, found=approvals_check)  # fmt: skip
+    if dry_run:
         return result
+    after = agreement.evolve(
+        state=target,
+        version=seq,
+        stamps={**agreement.stamps, **dict.fromkeys(spec["stamps"], now)},
+        fired={**agreement.fired, transition: agreement.fired.get(transition, 0) + 1},
+        balances=balances,
+        reached=tuple(sorted({*agreement.reached, target})),
+        approved=tuple(sorted({*agreement.approved, transition})) if approval_id else agreement.approved,
+        updated_at=now,
+    )
+    if grant is not None:
+        _record_grant(db, agreement, spec, digest, grant, now)
+    _commit(db, bundle, agreement, after, result, spec, payload, digest, key, variables, approval_id, head)
+    effects.write_calls(db, agreement, seq, planned, now)
+    return result
+
+
+def _preview_digest(bundle: Bundle, agreement: Agreement, spec: Mapping[str, Any], payload: dict[str, Any],
+                    planned: tuple[PlannedCall, ...], postings: list[dict[str, str]], grant: Grant) -> str:  # fmt: skip
+    from pactwright.runtime import approvals
+
+    preview = approvals.make_preview(bundle, agreement, spec, payload, planned, postings, grant.requested_at,
+                                     grant.expires_at)  # fmt: skip
+    return hash_bytes(canonical_bytes(preview))
+
+
+def _record_grant(db: Backend, agreement: Agreement, spec: Mapping[str, Any], digest: str, grant: Grant,
+                  now: int) -> None:  # fmt: skip
+    """The granted approval as a one-use row, consumed by this command's event in the same transaction."""
+    db.execute(
+        "INSERT INTO approvals (id, agreement_id, transition, payload_digest, approver_role, approver_party, "
+        "granted_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (grant.request_id, agreement.id, spec["id"], digest, grant.approver_role, grant.approver_party, now),
+    )
+
+
+def _call_json(bundle: Bundle, agreement_id: str, seq: int, call: PlannedCall) -> dict[str, Any]:
+    """A call as the event and the result record it: what will be sent, not yet whether it happened."""
+    return {
+        "effect": call.effect,
+        "instance": effects.instance_id(agreement_id, seq, call.index),
+        "amount": None if call.amount is None else str(call.amount),
+        "destination": f"{call.method} {call.url}",
+        "idempotency_key": call.idempotency_key,
+        "payload_digest": call.payload_digest,
+        "phase": "prepared",
+    }
 
 
 def _stored_form(bundle: Bundle, params: Mapping[str, str]) -> dict[str, str]:
@@ -432,7 +535,7 @@ def _commit(db: Backend, bundle: Bundle, before: Agreement, after: Agreement, re
     ]
     body = {"command": payload, "from": before.state, "to": after.state, "postings": list(result.postings),
             "stamps": list(spec["stamps"]), "manifest_hash": before.manifest_hash, "approval": approval_id}  # fmt: skip
-    if result.effects:  # recorded, not executed (`_effect_calls`)
+    if result.effects:  # what each call will send; its phase lives in the effects table from here on
         body["effects"] = list(result.effects)
     with db.pipelined():  # the writes read nothing back: on PostgreSQL one round trip for all of them
         _write(db, before, after, result, spec, payload, body, digest, key, variables, expected, approval_id, head)
@@ -468,28 +571,6 @@ def _write(db: Backend, before: Agreement, after: Agreement, result: SubmitResul
     )
     rows.append_evidence(db, before.id, "event", {"event_id": result.event_id, "seq": result.seq, **body,
                          "committed_at": result.committed_at, "outbox": list(result.outbox)}, head)  # fmt: skip
-
-
-def _effect_calls(bundle: Bundle, agreement: Agreement, transition: Mapping[str, Any], now: int
-                  ) -> tuple[dict[str, Any], ...]:  # fmt: skip
-    """The effect calls of `transition`, as the event records them: never as if they had run.
-
-    Effects (calls to providers outside the ledger) are not executed by the
-    runtime yet. A command whose transition calls one still commits its state
-    change and postings, and its event and result record each call with the
-    amount it carries (minor units, or None when the policy declares none)
-    and `"executed": false`: nothing was sent, so `applied(EFFECT)` stays 0.
-    """
-    calls = transition.get("effects", [])
-    if not calls:
-        return ()
-    view = agreement.view(bundle, now)
-    out = []
-    for call in calls:
-        amount = None if call.get("amount") is None else evaluate(call["amount"], view)
-        out.append({"effect": str(call["effect"]), "amount": None if not isinstance(amount, int) else str(amount),
-                    "executed": False})  # fmt: skip
-    return tuple(out)
 
 
 _PROGRAMS: dict[bytes, Program] = {}  # a parsed program is a function of its (re-verified) bytes

@@ -32,6 +32,7 @@ from pactwright.money import format_duration, format_money
 from pactwright.runtime import _agreement as rows
 from pactwright.runtime._agreement import Agreement, Bundle
 from pactwright.runtime._evidence_chain import ChainCheck, Problem, check_chain
+from pactwright.runtime._evidence_effects import effect_claims, effect_limits, has_effect_tables
 from pactwright.runtime.store import Store
 from pactwright.runtime.store._backend import Backend
 
@@ -229,7 +230,10 @@ def evidence(store: Store, agreement_id: str) -> EvidenceReport:
         chain = check_chain(db, agreement)
         ledger = _ledger(db, agreement_id)
         approvals = _approvals(db, agreement_id)
+        calls = effect_claims(db, bundle, agreement_id, chain.records, has_effect_tables(db))
     claim = _claim(bundle, agreement, chain.records, ledger)
+    claim["effects"] = [{k: c[k] for k in ("instance", "effect", "event_seq", "transition", "phase", "amount",
+                                           "amount_text", "claim")} for c in calls]  # fmt: skip
     doc = {
         "format": FORMAT,
         "agreement": agreement.id,
@@ -242,8 +246,9 @@ def evidence(store: Store, agreement_id: str) -> EvidenceReport:
             "evidence_chain": chain.to_json(),
             "ledger": ledger,
             "approvals": approvals,
+            "effects": [{"instance": c["instance"], **c["supports"]} for c in calls],
         },
-        "does_not_prove": _limits(bundle, agreement, chain, ledger),
+        "does_not_prove": _limits(bundle, agreement, chain, ledger) + effect_limits(calls),
     }
     return EvidenceReport(doc, chain)
 
@@ -276,6 +281,7 @@ def render_text(doc: Mapping[str, Any]) -> str:
         ]
     final = " (final)" if claim["final"] else ""
     balances = ", ".join(f"{n} {b['text']}" for n, b in claim["balances"].items())
+    out += [f"  {c['instance']}: {c['claim']}" for c in claim.get("effects", [])]
     out.append(f"  now {claim['state']}{final} at version {claim['version']}; balances in this agreement: {balances}")
     out.append("supported by:")
     out.append(f"  bundle manifest {sup['manifest_hash']} (activation {sup['activation_id']}), recorded at open")
@@ -285,6 +291,17 @@ def render_text(doc: Mapping[str, Any]) -> str:
     out += [f"    error[{p['code']}]: {p['message']}" for p in chain["problems"]]
     out += [_ledger_line(entry) for entry in sup["ledger"]]
     out += [f"  approval {a['id']} by {a['approver']}, consumed by {a['consumed_by']}" for a in sup["approvals"]]
+    for call in sup.get("effects", []):
+        bound = call["approval"]
+        if bound is not None:
+            out.append(f"  {call['instance']}: approval by {bound['approver']} ({bound['role']}) bound to preview "
+                       f"{bound['preview_digest']}; proof digest {bound['proof_digest']}")  # fmt: skip
+        basis = "the preview's" if call["preview_payload_digest"] else "the committed payload"
+        same = f"equal to {basis}" if call["payload_matches"] else f"NOT equal to {basis}"
+        sent = len(call["dispatched_payload_digests"])
+        out.append(f"  {call['instance']}: payload {call['payload_digest']} sent {sent}x, {same}; key "
+                   f"{call['idempotency_key']}" + (f"; provider ref {call['provider_ref']}" if call["provider_ref"]
+                                                   else ""))  # fmt: skip
     out.append("does not prove:")
     out += [f"  - {item}" for item in doc["does_not_prove"]]
     return "\n".join(out) + "\n"

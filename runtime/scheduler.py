@@ -214,6 +214,8 @@ def fire(store: Store, due: Due, clock: Clock) -> str:
         if exc.code in NORMAL_REFUSALS:
             return exc.code
         raise
+    if result.status == "waiting_for_approval":
+        return "PW513"  # parked until its approver decides: counted as an approval still missing
     return "replayed" if result.replayed else "committed"
 
 

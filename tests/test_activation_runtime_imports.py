@@ -76,8 +76,9 @@ def test_activate_works_without_the_compiler_stack(deploy: dict[str, str]) -> No
     [
         ["store", "verify", "--store", "{store}", "--trust", "{trust}"],
         ["bundle", "inspect", "{bundle}", "--trust", "{trust}", "--now", NOW],
+        ["provider-sim", "--port", "0", "--exit-after", "0.2"],
     ],
-    ids=["store-verify", "bundle-inspect"],
+    ids=["store-verify", "bundle-inspect", "provider-sim"],
 )
 def test_the_other_runtime_commands_work_without_it_too(deploy: dict[str, str], command: list[str]) -> None:
     if command[0] == "store":
@@ -111,6 +112,10 @@ def test_open_submit_and_show_work_without_it(deploy: dict[str, str], tmp_path: 
         ["show", "a1", "--store", store, "--format", "json"],
         ["worker", "--store", store, "--drain", "--clock-file", str(clock)],
         ["outbox", "list", "--store", store, "--quarantined"],
+        ["effects", "list", "--store", store, "--parked"],
+        ["parties", "add", "carol", "--role", "arbiter", "--store", store, "--clock-file", str(clock)],
+        ["parties", "list", "--store", store],
+        ["approvals", "list", "--store", store, "--status", "pending"],
         ["show", "a1", "--store", store, "--format", "json"],
         ["scheduler", "--store", store, "--once", "--clock-file", str(clock)],
         ["evidence", "a1", "--store", store],

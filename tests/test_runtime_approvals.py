@@ -4,18 +4,19 @@ The reference support refund policy (policies/support_refund.pact) says
 `issue` needs `approval by refund_approver not requester`. The bundle is
 built, verified, approved, signed and activated into a real store (SQLite
 file, PostgreSQL schema) the way tests/signed_bundles.py makes the
-marketplace's. Granting approvals is not built yet (the next issue), so
-`grant` below writes the approval record directly, exactly as the command
-path reads it: an `approvals` row for (agreement, transition, payload
-digest, approver role, approver party), unconsumed.
+marketplace's. `grant` below writes the approval record directly, exactly as
+the command path reads it: an `approvals` row for (agreement, transition,
+payload digest, approver role, approver party), unconsumed.
 
-What is checked: no approval is PW513 and writes nothing; a matching one
-commits and is consumed by that event; a consumed one is never used again;
-one bound to another payload digest, or granted by a party that does not
-hold the approver role, or by the requester when the policy says `not
-requester`, is PW513. The `refund_payment` effect `issue` calls is not
-executed by the runtime: the event records the call with `"executed":
-false`.
+What is checked: with no approval the command is parked as an approval
+request (runtime/approvals.py; tests/test_approval_previews.py covers the
+grant flow) and writes nothing else: no event, no effect row; a matching
+approval commits and is consumed by that event; a consumed one is never used
+again; one bound to another payload digest, or granted by a party that does
+not hold the approver role, or by the requester when the policy says `not
+requester`, does not count: the command parks. The `refund_payment` call
+`issue` makes is committed `prepared` with the event, to be sent by the
+worker.
 """
 
 from __future__ import annotations
@@ -31,9 +32,8 @@ from typing import Any
 import pytest
 
 from pactwright.canonical import hash_bytes
-from pactwright.errors import CommandError
 from pactwright.manifest import MANIFEST_PATH
-from pactwright.runtime import TestClock, open_agreement, payload_digest, show, submit
+from pactwright.runtime import SubmitResult, TestClock, open_agreement, payload_digest, show, submit
 from pactwright.runtime.activation import FixedClock, activate_files
 from pactwright.runtime.store import Store, open_store
 from tests.signed_bundles import BACKENDS, NOW, default_trust, dump, sign, temporary_store
@@ -135,14 +135,21 @@ def _assessed(store: Store, agreement_id: str = "r1", parties: dict[str, str] = 
     submit(store, agreement_id, "assess", "assistant", "bot", "assess", clock=TestClock(T0 + 10))
 
 
-def _refused(store: Store, url: str, key: str = "issue", agreement_id: str = "r1") -> CommandError:
-    """Submit `issue` as the support agent; it must be refused with PW513 and change no table."""
+def _refused(store: Store, url: str, key: str = "issue", agreement_id: str = "r1") -> SubmitResult:
+    """Submit `issue` as the support agent with no usable approval: it parks, and writes nothing else.
+
+    The only rows it adds are the approval request and its evidence record;
+    no event, effect, outbox, idempotency or approval row changes.
+    """
     before = dump(url)
-    with pytest.raises(CommandError) as caught:
-        submit(store, agreement_id, "issue", "support_agent", "sam", key, clock=TestClock(T0 + 20))
-    assert caught.value.code == "PW513", caught.value
-    assert dump(url) == before
-    return caught.value
+    result = submit(store, agreement_id, "issue", "support_agent", "sam", key, clock=TestClock(T0 + 20))
+    assert result.status == "waiting_for_approval" and result.approval is not None
+    assert result.event_id == "" and result.state == "assessed" and result.outbox == ()
+    after = dump(url)
+    assert {t for t in after if after[t] != before.get(t)} == {"approval_requests", "evidence"}
+    assert len(after["approval_requests"]) == len(before["approval_requests"]) + 1
+    assert len(after["evidence"]) == len(before["evidence"]) + 1
+    return result
 
 
 def _approvals(store: Store) -> dict[str, tuple[Any, ...]]:
@@ -151,12 +158,13 @@ def _approvals(store: Store) -> dict[str, tuple[Any, ...]]:
         return {str(r[0]): (r[1], r[2]) for r in db.query("SELECT id, consumed_event_id, consumed_at FROM approvals")}
 
 
-def test_issue_without_an_approval_is_refused_and_writes_nothing(url: str) -> None:
+def test_issue_without_an_approval_parks_and_commits_nothing(url: str) -> None:
     with open_store(url) as store:
         _assessed(store)
-        error = _refused(store, url)
-    assert error.field == "approval" and error.expected == ISSUE
-    assert "refund_approver" in error.message
+        parked = _refused(store, url)
+    assert parked.approval is not None
+    assert parked.approval["command_digest"] == ISSUE
+    assert parked.approval["preview"]["approval"] == {"role": "refund_approver", "not_requester": True}
 
 
 def test_a_matching_approval_commits_and_is_consumed_by_that_event(url: str) -> None:
@@ -171,8 +179,10 @@ def test_a_matching_approval_commits_and_is_consumed_by_that_event(url: str) -> 
         assert [(p["source"], p["destination"], p["amount"]) for p in result.postings] == [
             ("merchant", "customer", "2500")
         ]
-        # The effect is recorded as called, never as executed: the runtime does not run effects yet.
-        assert result.effects == preview.effects == ({"effect": "refund_payment", "amount": "2500", "executed": False},)
+        # The call is committed `prepared` with the event; the worker sends it.
+        (call,) = result.effects
+        assert result.effects == preview.effects
+        assert (call["effect"], call["amount"], call["phase"]) == ("refund_payment", "2500", "prepared")
         view = show(store, "r1")
         assert "issue" in view.agreement.approved and view.agreement.balances["customer"] == 2500
         with store.transaction(write=False) as db:
@@ -181,7 +191,7 @@ def test_a_matching_approval_commits_and_is_consumed_by_that_event(url: str) -> 
                                  "ORDER BY seq DESC LIMIT 1")[0]  # fmt: skip
         for doc in (json.loads(payload), json.loads(record)):
             assert doc["approval"] == "ap-1"
-            assert doc["effects"] == [{"effect": "refund_payment", "amount": "2500", "executed": False}]
+            assert doc["effects"] == [call]
         # A retry after a lost response is answered from the key: nothing is consumed again.
         again = submit(store, "r1", "issue", "support_agent", "sam", "issue", clock=TestClock(T0 + 30))
         assert again.replayed and again.event_id == result.event_id and again.effects == result.effects

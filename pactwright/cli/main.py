@@ -36,11 +36,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sign": ("cmd_sign", "sign a verified, approved bundle"),
     "open": ("cmd_open", "open an agreement on the active version of a pact"),
     "submit": ("cmd_submit", "run one command on an agreement, exactly once per idempotency key"),
+    "approvals": ("cmd_approvals", "list, show, grant or reject commands parked until an approver decides"),
+    "parties": ("cmd_parties", "register parties' roles and approval keys in the store; list them"),
     "show": ("cmd_show", "show an agreement: state, version, balances, pending outbox, last events"),
     "worker": ("cmd_worker", "deliver the outbox to the ledger, at least once, in commit order"),
     "outbox": ("cmd_outbox", "list outbox entries: pending, delivered, quarantined with both sides"),
     "scheduler": ("cmd_scheduler", "submit due deadline transitions as the pact's clock role, once per deadline"),
+    "effects": ("cmd_effects", "list effect calls; reconcile or abandon the ones parked with an unknown outcome"),
     "evidence": ("cmd_evidence", "print an agreement's evidence (claim, support, limits) or verify its hash chain"),
+    "provider-sim": ("cmd_provider_sim", "run the provider simulator: a payment provider on loopback with faults"),
 }
 
 
@@ -74,8 +78,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     except PactwrightError as exc:
         sys.stderr.write(f"error[{exc.code}]: {exc.message}\n")
-        if exc.expected is not None or exc.found is not None:
-            sys.stderr.write(f"  expected: {exc.expected}\n  found:    {exc.found}\n")
+        if exc.expected is not None:
+            sys.stderr.write(f"  expected: {exc.expected}\n")
+        if exc.found is not None:
+            sys.stderr.write(f"  found:    {exc.found}\n")
         if exc.hint:
             sys.stderr.write(f"help: {exc.hint}\n")
         return exc.exit_code

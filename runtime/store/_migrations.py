@@ -182,7 +182,81 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX outbox_due ON outbox (status, created_at, agreement_id, event_seq, group_index)",
         ),
     ),
+    Migration(
+        4,
+        "effect instances, approval requests and the party registry",
+        (
+            # Who is who beyond one agreement: a party's roles (pact roles, or `operator`, who resolves
+            # parked effects) and, for approvers, the ed25519 public key a grant must verify under.
+            """CREATE TABLE parties (
+                party TEXT NOT NULL,
+                role TEXT NOT NULL,
+                public_key TEXT,
+                added_at INTEGER NOT NULL,
+                PRIMARY KEY (party, role)
+            )""",
+            # One row per `call EFFECT` of a committed event (and per compensation), with its phase
+            # (pactwright.protocol's names, plus `dispatched` and `cancelled`) persisted before each step.
+            """CREATE TABLE effects (
+                id TEXT PRIMARY KEY,
+                agreement_id TEXT NOT NULL REFERENCES agreements (id),
+                event_seq INTEGER NOT NULL,
+                call_index INTEGER NOT NULL CHECK (call_index >= 0),
+                effect TEXT NOT NULL,
+                strategy TEXT NOT NULL,
+                compensates TEXT REFERENCES effects (id),
+                phase TEXT NOT NULL,
+                method TEXT NOT NULL,
+                url TEXT NOT NULL,
+                idempotency_key TEXT NOT NULL,
+                payload TEXT NOT NULL,
+                payload_digest TEXT NOT NULL,
+                amount TEXT,
+                attempts INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+                lease_owner TEXT,
+                lease_until INTEGER,
+                next_at INTEGER NOT NULL,
+                provider_ref TEXT,
+                last_error TEXT,
+                resolution TEXT,
+                resolved_by TEXT,
+                reason TEXT,
+                quarantined INTEGER NOT NULL DEFAULT 0 CHECK (quarantined IN (0, 1)),
+                created_at INTEGER NOT NULL,
+                updated_at INTEGER NOT NULL,
+                FOREIGN KEY (agreement_id, event_seq) REFERENCES events (agreement_id, seq)
+            )""",
+            "CREATE INDEX effects_due ON effects (phase, next_at, agreement_id, event_seq, call_index)",
+            "CREATE INDEX effects_by_agreement ON effects (agreement_id, effect, event_seq, call_index)",
+            # A command parked until an approver grants it: the preview the approver sees, its digest,
+            # and (once decided) who decided and the digest of the proof, never the proof itself.
+            """CREATE TABLE approval_requests (
+                id TEXT PRIMARY KEY,
+                agreement_id TEXT NOT NULL REFERENCES agreements (id),
+                transition TEXT NOT NULL,
+                requester_role TEXT NOT NULL,
+                requester_party TEXT NOT NULL,
+                idempotency_key TEXT NOT NULL,
+                command TEXT NOT NULL,
+                command_digest TEXT NOT NULL,
+                expect_version INTEGER NOT NULL,
+                preview TEXT NOT NULL,
+                preview_digest TEXT NOT NULL,
+                status TEXT NOT NULL CHECK (status IN ('pending', 'consumed', 'rejected')),
+                expires_at INTEGER NOT NULL,
+                created_at INTEGER NOT NULL,
+                decided_at INTEGER,
+                decided_by TEXT,
+                proof_digest TEXT,
+                event_id TEXT REFERENCES events (event_id),
+                UNIQUE (agreement_id, idempotency_key)
+            )""",
+            "CREATE INDEX approval_requests_by_status ON approval_requests (status, agreement_id)",
+        ),
+    ),
 )
+# The migration that created the effect, approval-request and party tables.
+EFFECT_TABLES = 4
 LATEST = MIGRATIONS[-1].version
 # The migration that created the runtime's tables (agreements, events, idempotency keys, outbox,
 # approvals, evidence): a store at this version or later holds them, whatever came after.
@@ -199,6 +273,9 @@ TABLES = (
     "outbox",
     "approvals",
     "evidence",
+    "parties",
+    "effects",
+    "approval_requests",
 )
 
 _LEDGER = "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL)"

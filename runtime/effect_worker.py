@@ -1,0 +1,538 @@
+"""The effect worker: send committed effect calls to their providers, each step persisted before the next.
+
+A transition's `call EFFECT` is committed with its event as an `effects`
+row in phase `prepared`, holding the exact bytes to send, the idempotency
+key and the declared destination (runtime/effect_payload.py). The worker
+moves each row through the effect protocol of `pactwright.protocol`, the
+same tables the verifier explores, one persisted step at a time:
+
+1. claim a due row with a lease (PostgreSQL `FOR UPDATE SKIP LOCKED`;
+   SQLite's single writer), and, for a first send or a re-send, commit it as
+   `dispatched` (attempts + 1) BEFORE any byte leaves;
+2. send it through the adapter (runtime/effect_adapter.py), which refuses an
+   undeclared destination before connecting;
+3. commit the outcome and what the strategy makes of it, with an evidence
+   record: `acknowledged`; after a definite failure `ON_FAILED`; after an
+   unknown outcome `ON_UNCERTAIN` (`retry` and `idempotent` send again with
+   the same key, `reconcilable` parks in `needs_reconciliation`, `once`
+   abandons as "may have occurred", `compensate with E` requires E); an
+   answer that contradicts the request (another amount or key, an unreadable
+   body) quarantines the row, never success.
+
+A row found `dispatched` whose lease ran out is a worker that died between
+steps 1 and 3: the request may have left, so its outcome is unknown and the
+strategy decides, exactly as after a lost response. A parked `reconcilable`
+row is looked up by key: `applied` recovers it, `not_applied` sends it once
+more, `unknown` leaves it parked for an operator (`pactwright effects`).
+
+The calls of one event go in order: a call waits until the calls before it
+succeeded, and is cancelled if one was given up (abandoned, failed for
+good, or compensated); giving a step up makes the earlier calls of the same
+event that declare `compensate with E` and happened require E. A
+compensation is its own row (`ID/c`), governed like any call but never
+compensated again.
+
+`PACTWRIGHT_TEST_EFFECT_CRASH_AT` is a TEST-ONLY hook (docs/effects.md,
+"Crash safety"): at the named point the process kills itself with SIGKILL,
+so the crash matrix reaches every persisted step in a real process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import socket
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from pactwright.canonical import canonical_bytes, hash_bytes
+from pactwright.errors import PactwrightError, UsageError
+from pactwright.protocol import ON_FAILED, ON_UNCERTAIN, PHASE_NAMES
+from pactwright.runtime import _agreement as rows
+from pactwright.runtime.clock import Clock, SystemClock, epoch_seconds
+from pactwright.runtime.effect_adapter import EffectAdapter, EffectRequest, Lookup, Outcome
+from pactwright.runtime.effect_payload import DEFAULT_TIMEOUT_S
+from pactwright.runtime.store import Store
+from pactwright.runtime.store._backend import Backend
+from pactwright.runtime.store._migrations import EFFECT_TABLES
+
+__all__ = ["CRASH_ENV", "CRASH_POINTS", "EffectStep", "EffectWorker"]
+
+CRASH_ENV: Final = "PACTWRIGHT_TEST_EFFECT_CRASH_AT"
+CRASH_POINTS: Final = ("after_claim", "after_dispatched", "after_send", "after_outcome")
+DEFAULT_LEASE: Final = 60
+MAX_BACKOFF: Final = 300
+GOOD: Final = frozenset({"acknowledged", "reconciled_recovered"})
+# A call in one of these phases was given up: the calls after it in the same event are cancelled.
+GIVEN_UP: Final = frozenset({"abandoned_uncertain", "compensation_required", "compensated", "cancelled"})
+_SENDABLE: Final = ("prepared", "reconciled_not_occurred")
+_COLUMNS: Final = (
+    "id, agreement_id, event_seq, call_index, effect, strategy, compensates, phase, method, url, "
+    "idempotency_key, payload, amount, attempts"
+)
+# Due: a row to send, a parked row to look up, a required compensation, or a send whose worker died.
+_DUE: Final = (
+    f"SELECT {_COLUMNS} FROM effects WHERE quarantined = 0 AND next_at <= ? AND ("  # noqa: S608
+    "(phase IN ('prepared', 'reconciled_not_occurred', 'needs_reconciliation', 'compensation_required') "
+    "AND (lease_until IS NULL OR lease_until < ?)) "
+    "OR (phase = 'dispatched' AND lease_until < ?)) "
+    "ORDER BY next_at, agreement_id, event_seq, call_index LIMIT 64"
+)
+
+
+def _owner() -> str:
+    return f"{socket.gethostname()[:64]}:{os.getpid()}:{os.urandom(4).hex()}"
+
+
+def _crash_point() -> str | None:
+    point = os.environ.get(CRASH_ENV) or None
+    if point is not None and point not in CRASH_POINTS:
+        raise UsageError(f"`{CRASH_ENV}={point}` names no crash point", expected=", ".join(CRASH_POINTS))
+    return point
+
+
+@dataclass(frozen=True)
+class EffectStep:
+    """One step the worker took on one call: what it did and the phase the call is in after it."""
+
+    instance: str
+    effect: str
+    action: str  # dispatch | lookup | compensate | recover | cancel
+    phase: str
+    attempts: int
+    outcome: str | None = None
+    provider_ref: str | None = None
+    detail: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"instance": self.instance, "effect": self.effect, "action": self.action, "phase": self.phase,
+                "attempts": self.attempts, "outcome": self.outcome, "provider_ref": self.provider_ref,
+                "detail": self.detail}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Row:
+    id: str
+    agreement_id: str
+    event_seq: int
+    call_index: int
+    effect: str
+    strategy: str
+    compensates: str | None
+    phase: str
+    method: str
+    url: str
+    key: str
+    payload: str
+    amount: str | None
+    attempts: int
+
+    @classmethod
+    def of(cls, row: tuple[Any, ...]) -> _Row:
+        (id_, agreement, seq, index, effect, strategy, compensates, phase, method, url, key, payload, amount,
+         attempts) = row  # fmt: skip
+        return cls(str(id_), str(agreement), int(seq), int(index), str(effect), str(strategy),
+                   None if compensates is None else str(compensates), str(phase), str(method), str(url), str(key),
+                   str(payload), None if amount is None else str(amount), int(attempts))  # fmt: skip
+
+
+class EffectWorker:
+    """Moves due effect calls of `store` one persisted step at a time; several may run at once."""
+
+    def __init__(self, store: Store, adapter: EffectAdapter, clock: Clock | None = None, *,
+                 owner: str | None = None, lease_seconds: int = DEFAULT_LEASE) -> None:  # fmt: skip
+        if lease_seconds < 1:
+            raise UsageError("a lease lasts at least 1 second", field="lease_seconds", found=str(lease_seconds))
+        self.store = store
+        self.adapter = adapter
+        self.clock = clock or SystemClock()
+        self.owner = owner or _owner()
+        self.lease_seconds = lease_seconds
+        self._crash_at = _crash_point()
+
+    # -- the loop ---------------------------------------------------------------
+
+    def step(self) -> EffectStep | None:
+        """Take one step on the next due call; None when nothing is due."""
+        claimed = self._claim()
+        if claimed is None:
+            return None
+        row, action, target = claimed
+        if action == "refused":
+            detail = f"{EDITED}: the call's row disagrees with its committed event; never sent"
+            return EffectStep(row.id, row.effect, "refuse", row.phase, row.attempts, "mismatch", detail=detail)
+        self._crash("after_claim")
+        if action in {"cancel", "recover"}:
+            return self._settle(row, action)
+        if action == "lookup":
+            return self._lookup(row, target)
+        return self._send(row, target)
+
+    def drain(self, limit: int | None = None) -> list[EffectStep]:
+        """Step until nothing is due (calls backing off are not due)."""
+        done: list[EffectStep] = []
+        while limit is None or len(done) < limit:
+            taken = self.step()
+            if taken is None:
+                break
+            done.append(taken)
+        return done
+
+    def run(self, should_stop: Callable[[], bool], idle_seconds: float = 1.0) -> list[EffectStep]:
+        done: list[EffectStep] = []
+        while not should_stop():
+            taken = self.step()
+            if taken is not None:
+                done.append(taken)
+                continue
+            waited = 0.0
+            while waited < idle_seconds and not should_stop():
+                time.sleep(0.05)
+                waited += 0.05
+        return done
+
+    def _now(self) -> int:
+        return epoch_seconds(self.clock)
+
+    # -- step 1: claim ------------------------------------------------------------
+
+    def _claim(self) -> tuple[_Row, str, _Target] | None:
+        if self.store.schema_version() < EFFECT_TABLES:
+            return None
+        now = self._now()
+        with self.store.transaction(write=True, exclusive=False) as db:
+            sql = _DUE + (" FOR UPDATE SKIP LOCKED" if db.name == "postgresql" else "")
+            for found in db.query(sql, (now, now, now)):
+                row = _Row.of(found)
+                action = self._action(db, row)
+                if action is None:
+                    continue  # waits for an earlier call of its event
+                _lock_agreement(db, row.agreement_id)  # evidence is appended under the agreement's lock
+                if action == "compensate":
+                    row = _compensation(db, self.store, row, now)
+                    action = "recover" if row.phase == "dispatched" else "dispatch"
+                if action == "dispatch" and (why := _disagreement(db, row)) is not None:
+                    _quarantine_unsent(db, row, why, now)
+                    return row, "refused", _Target((), DEFAULT_TIMEOUT_S)
+                target = _target(self.store, db, row)
+                if action == "dispatch":
+                    row = _mark_dispatched(db, row, self.owner, now + self.lease_seconds, now)
+                else:
+                    db.execute("UPDATE effects SET lease_owner = ?, lease_until = ?, updated_at = ? WHERE id = ?",
+                               (self.owner, now + self.lease_seconds, now, row.id))  # fmt: skip
+                return row, action, target
+        return None
+
+    def _action(self, db: Backend, row: _Row) -> str | None:
+        if row.phase == "dispatched":
+            return "recover"
+        if row.phase == "needs_reconciliation":
+            return "lookup"
+        if row.phase == "compensation_required":
+            return "compensate"
+        if row.compensates is not None:
+            return "dispatch"  # a compensation runs on its own
+        earlier = db.query(
+            "SELECT phase, strategy FROM effects WHERE agreement_id = ? AND event_seq = ? AND call_index < ? "
+            "AND compensates IS NULL ORDER BY call_index",
+            (row.agreement_id, row.event_seq, row.call_index),
+        )
+        for phase, strategy in earlier:
+            if phase in GOOD:
+                continue
+            if phase in GIVEN_UP or (phase == "failed" and ON_FAILED[str(strategy)] is None):
+                return "cancel"
+            return None
+        return "dispatch"
+
+    # -- steps 2 and 3: send, then commit the outcome ----------------------------
+
+    def _send(self, row: _Row, target: _Target) -> EffectStep:
+        self._crash("after_dispatched")
+        try:
+            outcome = self.adapter.dispatch(_request(row, target), target.egress)
+        except PactwrightError as exc:  # refused before anything left (undeclared egress, no route, ...)
+            outcome = Outcome("failed", detail=f"{exc.code}: {exc.message}")
+        self._crash("after_send")
+        step = self._record(row, "dispatch", outcome)
+        self._crash("after_outcome")
+        return step
+
+    def _record(self, row: _Row, action: str, outcome: Outcome) -> EffectStep:
+        now = self._now()
+        with self.store.transaction(write=True, exclusive=False) as db:
+            _lock_agreement(db, row.agreement_id)
+            current = _current(db, row.id)
+            if current is None or current.phase != "dispatched" or current.attempts != row.attempts:
+                return EffectStep(row.id, row.effect, action, current.phase if current else "gone", row.attempts,
+                                  outcome.kind, detail="another worker finished this step")  # fmt: skip
+            strategy = _governing(row)
+            if outcome.kind == "acknowledged":
+                phase, ref = "acknowledged", outcome.provider_ref
+            elif outcome.kind == "failed":
+                after = ON_FAILED[strategy]
+                phase, ref = ("failed" if after is None else PHASE_NAMES[after]), None
+            elif outcome.kind == "uncertain":
+                phase, ref = PHASE_NAMES[ON_UNCERTAIN[strategy]], None
+            else:
+                phase, ref = "uncertain", outcome.provider_ref
+            self._write_outcome(db, row, phase, ref, outcome, now)
+        return EffectStep(row.id, row.effect, action, phase, row.attempts, outcome.kind, ref, outcome.detail)
+
+    def _write_outcome(self, db: Backend, row: _Row, phase: str, ref: str | None, outcome: Outcome, now: int) -> None:
+        quarantined = 1 if outcome.kind == "mismatch" else 0
+        delay = min(MAX_BACKOFF, 2 ** min(row.attempts, 16)) if phase == "prepared" else 0
+        db.execute(
+            "UPDATE effects SET phase = ?, provider_ref = ?, last_error = ?, quarantined = ?, lease_owner = NULL, "
+            "lease_until = NULL, next_at = ?, updated_at = ? WHERE id = ?",
+            (phase, ref, outcome.detail[:500] or None, quarantined, now + delay, now, row.id),
+        )
+        kind = "effect_quarantined" if quarantined else f"effect_{outcome.kind}"
+        rows.append_evidence(db, row.agreement_id, kind, {
+            "instance": row.id, "effect": row.effect, "event_seq": row.event_seq, "attempt": row.attempts,
+            "destination": f"{row.method} {row.url}", "idempotency_key": row.key,
+            "payload_digest": hash_bytes(row.payload.encode("utf-8")), "amount": row.amount,
+            "outcome": outcome.kind, "phase": phase, "provider_ref": ref, "detail": outcome.detail[:500],
+            "compensates": row.compensates, "at": now})  # fmt: skip
+        _after_phase(db, row, phase, now)
+
+    def _settle(self, row: _Row, action: str) -> EffectStep:
+        """A cancel (an earlier call was given up) or a recovery (a dispatch whose worker died)."""
+        if action == "recover":
+            detail = "the worker stopped after the call was marked dispatched: it may have been sent"
+            return self._record(row, "recover", Outcome("uncertain", detail=detail))
+        now = self._now()
+        with self.store.transaction(write=True, exclusive=False) as db:
+            _lock_agreement(db, row.agreement_id)
+            current = _current(db, row.id)
+            if current is None or current.phase not in _SENDABLE:
+                return EffectStep(row.id, row.effect, action, current.phase if current else "gone", row.attempts)
+            db.execute("UPDATE effects SET phase = 'cancelled', lease_owner = NULL, lease_until = NULL, "
+                       "updated_at = ? WHERE id = ?", (now, row.id))  # fmt: skip
+            rows.append_evidence(db, row.agreement_id, "effect_cancelled", {
+                "instance": row.id, "effect": row.effect, "event_seq": row.event_seq,
+                "reason": "an earlier call of the same event was given up; this one was never sent",
+                "at": now})  # fmt: skip
+        return EffectStep(row.id, row.effect, "cancel", "cancelled", row.attempts)
+
+    def _lookup(self, row: _Row, target: _Target) -> EffectStep:
+        try:
+            found = self.adapter.lookup(_request(row, target), target.egress)
+        except PactwrightError as exc:
+            found = Lookup("unknown", detail=f"{exc.code}: {exc.message}")
+        now = self._now()
+        with self.store.transaction(write=True, exclusive=False) as db:
+            _lock_agreement(db, row.agreement_id)
+            current = _current(db, row.id)
+            if current is None or current.phase != "needs_reconciliation":
+                return EffectStep(row.id, row.effect, "lookup", current.phase if current else "gone", row.attempts)
+            phase = {"applied": "reconciled_recovered", "not_applied": "reconciled_not_occurred"}.get(found.kind)
+            if phase is None:  # unknown: stays parked; looked up again after a back-off, or resolved by hand
+                delay = min(MAX_BACKOFF, 2 ** min(row.attempts + 2, 16))
+                db.execute("UPDATE effects SET lease_owner = NULL, lease_until = NULL, next_at = ?, last_error = ?, "
+                           "updated_at = ? WHERE id = ?",
+                           (now + delay, f"lookup: {found.detail}"[:500], now, row.id))  # fmt: skip
+                phase = "needs_reconciliation"
+            else:
+                db.execute("UPDATE effects SET phase = ?, provider_ref = ?, resolution = ?, lease_owner = NULL, "
+                           "lease_until = NULL, next_at = ?, updated_at = ? WHERE id = ?",
+                           (phase, found.provider_ref, f"lookup:{found.kind}", now, now, row.id))  # fmt: skip
+            rows.append_evidence(db, row.agreement_id, "effect_lookup", {
+                "instance": row.id, "effect": row.effect, "idempotency_key": row.key, "result": found.kind,
+                "provider_ref": found.provider_ref, "phase": phase, "detail": found.detail[:500],
+                "at": now})  # fmt: skip
+        return EffectStep(row.id, row.effect, "lookup", phase, row.attempts, found.kind, found.provider_ref,
+                          found.detail)  # fmt: skip
+
+    def _crash(self, point: str) -> None:
+        if self._crash_at == point:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+# -- helpers shared by the steps --------------------------------------------------------
+
+
+def _governing(row: _Row) -> str:
+    """The strategy that decides this row's next phase; a compensation is never compensated again."""
+    if row.compensates is not None and row.strategy == "compensate":
+        return "once"
+    return row.strategy
+
+
+def _current(db: Backend, instance: str) -> _Row | None:
+    found = db.query(f"SELECT {_COLUMNS} FROM effects WHERE id = ?", (instance,))  # noqa: S608
+    return _Row.of(found[0]) if found else None
+
+
+def _mark_dispatched(db: Backend, row: _Row, owner: str, until: int, now: int) -> _Row:
+    db.execute(
+        "UPDATE effects SET phase = 'dispatched', attempts = ?, lease_owner = ?, lease_until = ?, updated_at = ? "
+        "WHERE id = ?",
+        (row.attempts + 1, owner, until, now, row.id),
+    )
+    rows.append_evidence(db, row.agreement_id, "effect_dispatched", {
+        "instance": row.id, "effect": row.effect, "attempt": row.attempts + 1,
+        "destination": f"{row.method} {row.url}", "idempotency_key": row.key,
+        "payload_digest": hash_bytes(row.payload.encode("utf-8")), "at": now})  # fmt: skip
+    return _Row(row.id, row.agreement_id, row.event_seq, row.call_index, row.effect, row.strategy, row.compensates,
+                "dispatched", row.method, row.url, row.key, row.payload, row.amount, row.attempts + 1)  # fmt: skip
+
+
+def _after_phase(db: Backend, row: _Row, phase: str, now: int) -> None:
+    """What a call's new phase means for the rest of its event and for the call it compensates."""
+    if row.compensates is not None:
+        if phase in GOOD:
+            db.execute("UPDATE effects SET phase = 'compensated', updated_at = ? WHERE id = ?",
+                       (now, row.compensates))  # fmt: skip
+        return
+    given_up = phase == "abandoned_uncertain" or (phase == "failed" and ON_FAILED[row.strategy] is None)
+    if given_up:
+        compensate_earlier(db, row.agreement_id, row.event_seq, row.call_index, now)
+
+
+def compensate_earlier(db: Backend, agreement_id: str, event_seq: int, call_index: int, now: int) -> None:
+    """A step was given up: the earlier calls of its event that declare `compensate with E` and happened need E."""
+    db.execute(
+        "UPDATE effects SET phase = 'compensation_required', next_at = ?, updated_at = ? "
+        "WHERE agreement_id = ? AND event_seq = ? AND call_index < ? AND compensates IS NULL "
+        "AND strategy = 'compensate' AND phase IN ('acknowledged', 'reconciled_recovered')",
+        (now, now, agreement_id, event_seq, call_index),
+    )
+
+
+EDITED: Final = "PW644"
+
+
+def _event_calls(db: Backend, agreement_id: str, seq: int) -> list[Any] | None:
+    """The calls of event `seq` as its hash-chained evidence record holds them (None: no intact record)."""
+    event_id = f"{agreement_id}/{seq}"
+    for text, digest in db.query(
+        "SELECT record, hash FROM evidence WHERE agreement_id = ? AND kind = 'event' ORDER BY seq", (agreement_id,)
+    ):
+        data = bytes(text) if isinstance(text, bytes | memoryview) else str(text).encode("utf-8")
+        try:
+            record = rows.loads(data, "evidence record")
+        except PactwrightError:
+            continue
+        if isinstance(record, dict) and record.get("event_id") == event_id:
+            calls = record.get("effects", [])
+            return list(calls) if hash_bytes(data) == str(digest) and isinstance(calls, list) else None
+    return None
+
+
+def _disagreement(db: Backend, row: _Row) -> str | None:
+    """Why the row is not the call its event committed (None when it is): before any byte leaves.
+
+    The row is only a copy: its bytes, key, destination and amount must be
+    those of the event's hash-chained evidence record (for a compensation:
+    those derived from the call it undoes, itself checked the same way), or
+    an edited row could send another amount, or to another destination.
+    """
+    original = row if row.compensates is None else _current(db, row.compensates)
+    if original is None:
+        return f"the call `{row.compensates}` this compensation undoes is gone"
+    calls = _event_calls(db, original.agreement_id, original.event_seq)
+    if calls is None:
+        return f"no intact evidence record of event `{original.agreement_id}/{original.event_seq}`"
+    committed = next((c for c in calls if isinstance(c, Mapping) and c.get("instance") == original.id), None)
+    if committed is None:
+        return f"event `{original.agreement_id}/{original.event_seq}` committed no call `{original.id}`"
+    seen = {
+        "payload_digest": hash_bytes(original.payload.encode("utf-8")),
+        "idempotency_key": original.key,
+        "destination": f"{original.method} {original.url}",
+        "amount": original.amount,
+        "effect": original.effect,
+    }
+    differing = sorted(name for name, value in seen.items() if committed.get(name) != value)
+    if differing:
+        return f"`{original.id}` differs from its committed event on {', '.join(differing)}"
+    if row.compensates is not None:
+        body, key = _compensation_body(original, row.effect)
+        if row.payload.encode("utf-8") != body or row.key != key or row.amount != original.amount:
+            return f"compensation `{row.id}` is not the one derived from `{original.id}`"
+    return None
+
+
+def _quarantine_unsent(db: Backend, row: _Row, why: str, now: int) -> None:
+    db.execute("UPDATE effects SET quarantined = 1, last_error = ?, updated_at = ? WHERE id = ?",
+               (f"{EDITED}: {why}"[:500], now, row.id))  # fmt: skip
+    rows.append_evidence(db, row.agreement_id, "effect_quarantined", {
+        "instance": row.id, "effect": row.effect, "event_seq": row.event_seq, "outcome": "refused",
+        "phase": row.phase, "detail": f"{EDITED}: {why}"[:500], "sent": False, "at": now})  # fmt: skip
+
+
+def _compensation_body(original: _Row, name: str) -> tuple[bytes, str]:
+    """The exact body and key of the compensation `name` of `original`: a function of the original alone."""
+    params = rows.loads(original.payload, "effect payload").get("params")
+    body = canonical_bytes({"agreement": original.agreement_id, "effect": name, "compensates": original.id,
+                            "amount": original.amount, "params": params})  # fmt: skip
+    key = "pw-" + hashlib.sha256(canonical_bytes({"compensates": original.key, "effect": name})).hexdigest()[:40]
+    return body, key
+
+
+def _compensation(db: Backend, store: Store, row: _Row, now: int) -> _Row:
+    """The compensation row for `row` (created once, `ID/c`); the call it undoes keeps its phase until it ran."""
+    instance = f"{row.id}/c"
+    found = _current(db, instance)
+    if found is not None:
+        return found
+    agreement = rows.read(db, row.agreement_id, lock=False)
+    bundle = rows.load_bundle(store, db, agreement, ())
+    original = next((c for c in _calls(bundle.doc, row)), None)
+    effects = {str(e["name"]): e for e in bundle.doc.get("effects", [])}
+    name = str((original or {}).get("strategy", {}).get("compensation") or
+               effects[row.effect].get("strategy", {}).get("compensation"))  # fmt: skip
+    effect = effects[name]
+    body, key = _compensation_body(row, name)
+    strategy = str((effect.get("strategy") or {"kind": "retry"})["kind"])
+    egress = effect["egress"][0] if effect["egress"] else {"method": "", "url": ""}
+    db.execute(
+        "INSERT INTO effects (id, agreement_id, event_seq, call_index, effect, strategy, compensates, phase, method, "
+        "url, idempotency_key, payload, payload_digest, amount, attempts, next_at, created_at, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, 'prepared', ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)",
+        (instance, row.agreement_id, row.event_seq, row.call_index, name, strategy, row.id, egress["method"],
+         egress["url"], key, body.decode("utf-8"), hash_bytes(body), row.amount, now, now, now),
+    )  # fmt: skip
+    created = _current(db, instance)
+    assert created is not None
+    return created
+
+
+def _calls(doc: Mapping[str, Any], row: _Row) -> list[Mapping[str, Any]]:
+    return [c for t in doc.get("transitions", []) for c in t.get("effects", []) if c.get("effect") == row.effect]
+
+
+@dataclass(frozen=True)
+class _Target:
+    """What the agreement's own re-verified bundle allows the row's effect: its egress and timeout."""
+
+    egress: tuple[tuple[str, str], ...]
+    timeout_s: int
+
+
+def _target(store: Store, db: Backend, row: _Row) -> _Target:
+    try:
+        agreement = rows.read(db, row.agreement_id, lock=False)
+        bundle = rows.load_bundle(store, db, agreement, ())
+    except PactwrightError:
+        return _Target((), DEFAULT_TIMEOUT_S)  # a bundle that no longer verifies allows nothing
+    for effect in bundle.doc.get("effects", []):
+        if effect["name"] == row.effect:
+            egress = tuple((str(e["method"]), str(e["url"])) for e in effect["egress"])
+            return _Target(egress, int(effect.get("timeout") or DEFAULT_TIMEOUT_S))
+    return _Target((), DEFAULT_TIMEOUT_S)
+
+
+def _request(row: _Row, target: _Target) -> EffectRequest:
+    return EffectRequest(row.id, row.effect, row.method, row.url, row.key, row.payload.encode("utf-8"), row.amount,
+                         float(target.timeout_s))  # fmt: skip
+
+
+def _lock_agreement(db: Backend, agreement_id: str) -> None:
+    """Evidence is appended under the agreement's row lock (SQLite: BEGIN IMMEDIATE already is)."""
+    if db.name == "postgresql":
+        db.query("SELECT id FROM agreements WHERE id = ? FOR UPDATE", (agreement_id,))
