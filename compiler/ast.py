@@ -138,6 +138,10 @@ class ParamDecl(Node):
     value: NumberLit | None = None
     pattern: StringLit | None = None
     options: tuple[Ident, ...] = ()
+    # A bound written as another param's name (new in 1.1): `between 0.00 and price`
+    # has `low` and `high_ref`, never both `high` and `high_ref`.
+    low_ref: Ident | None = None
+    high_ref: Ident | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -266,6 +270,17 @@ class InvariantDecl(Node):
     expr: Expr
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PropertyDecl(Node):
+    """`property NAME: P leads_to Q`, or `property NAME: eventually final` (premise and goal None)."""
+
+    kind: Literal["property"] = "property"
+    clause: StringLit | None
+    name: Ident
+    premise: Expr | None
+    goal: Expr | None
+
+
 Decl = (
     CurrencyDecl
     | DefaultDecl
@@ -278,6 +293,7 @@ Decl = (
     | StateDecl
     | TransitionDecl
     | InvariantDecl
+    | PropertyDecl
 )
 
 

@@ -176,6 +176,8 @@ def _param(param: Json, text_samples: dict[str, list[str]]) -> Json:
         out["min"], out["max"] = param["min"], param["max"]
         if param["type"] == "money":
             out["samples"] = _samples(int(param["min"]), int(param["max"]))
+            # New in 1.1: the params a value must also be at least / at most (min/max are their hull).
+            out |= {k: param[k] for k in ("min_param", "max_param") if k in param}
         else:
             low, high = Percent.parse(param["min"]).value, Percent.parse(param["max"]).value
             # A percent has at most four decimals (a millionth of the whole): the
@@ -264,4 +266,4 @@ def _model(table: Json) -> Json:
         "deadlines": [unique[k] for k in sorted(unique)],
         "invariants": table["invariants"],
         "builtin_invariants": list(BUILTIN_INVARIANTS),
-    }
+    } | ({"properties": table["properties"]} if table.get("properties") else {})

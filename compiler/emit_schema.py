@@ -43,6 +43,8 @@ def _param_field(param: Json) -> tuple[Any, Any]:
     alias = param["name"]
     if param["type"] == "money":
         description = f"minor units, {param['min']} to {param['max']} inclusive"
+        for key, word in (("min_param", "at least"), ("max_param", "at most")):  # new in 1.1
+            description += f", {word} `{param[key]}`" if key in param else ""
         return (str | None, Field(default=None, alias=alias, pattern=_MINOR_UNITS, description=description))
     if param["type"] == "percent":
         description = f"{param['min']}% to {param['max']}%"

@@ -51,6 +51,8 @@ _ARITHMETIC: dict[tuple[str, str, str], ValueType] = {
     ("int", "*", "duration"): "duration",
 }
 
+_ARITHMETIC_OPS = frozenset(op for _, op, _ in _ARITHMETIC)
+
 _FUNCTIONS: dict[str, tuple[tuple[str, ...], ValueType]] = {
     "balance": (("account",), "money"),
     "applied": (("transition", "effect"), "int"),
@@ -58,7 +60,12 @@ _FUNCTIONS: dict[str, tuple[tuple[str, ...], ValueType]] = {
     "total": (("effect",), "money"),
     "reached": (("state",), "bool"),
     "approved": (("transition",), "bool"),
+    # New in 1.1: whether the latest call at some `call E` stands in that outcome (docs/language.md).
+    "acknowledged": (("effect",), "bool"),
+    "reconciled": (("effect",), "bool"),
+    "abandoned": (("effect",), "bool"),
 }
+OUTCOMES = frozenset({"acknowledged", "reconciled", "abandoned"})
 
 
 class ExpressionTyper:
@@ -161,6 +168,8 @@ class ExpressionTyper:
             if name in tables[kind]:
                 value = kind if expr.function == "applied" else None
                 return Expr(op=expr.function, type=result, name=name, value=value)
+        if expr.function in OUTCOMES and self._outcome_of_other(expr, tables):
+            return None
         wanted = " or ".join(kinds)
         self._error(
             "PW120",
@@ -169,6 +178,34 @@ class ExpressionTyper:
             _suggest(name, tuple(tables[kind] for kind in kinds), wanted),
         )
         return None
+
+    def _outcome_of_other(self, expr: ast.CallExpr, tables: dict[str, dict[str, Any]]) -> bool:
+        """`acknowledged(X)` where X names a transition, state or account, not an effect (PW162)."""
+        kind = next((k for k in ("transition", "state", "account") if expr.arg.name in tables[k]), None)
+        if kind is None:
+            return False
+        self._error(
+            "PW162",
+            f"`{expr.function}(...)` reads an effect's calls; `{expr.arg.name}` is a {kind}",
+            expr.arg.span,
+            "name an effect that a transition calls, e.g. `acknowledged(refund_payment)`"
+            + ("; for a transition use `fired(...)`" if kind == "transition" else ""),
+        )
+        return True
+
+    def _outcome_as_value(self, expr: ast.BinaryExpr, op: str, left: Expr, right: Expr) -> bool:
+        """An effect outcome used as a number or ordered (PW164): it is true/false, never a count."""
+        outcome = next((side for side in (left, right) if side.op in OUTCOMES), None)
+        if outcome is None or (op in ("==", "!=") and left.type == right.type == "bool"):
+            return False
+        self._error(
+            "PW164",
+            f"`{outcome.op}({outcome.name})` is true/false and cannot be used with `{op}`",
+            expr.op_span,
+            f"write `{outcome.op}({outcome.name})` as a condition; to count calls that took effect, "
+            f"use `applied({outcome.name})`",
+        )
+        return True
 
     def _lower_unary(self, expr: ast.Expr) -> Expr | None:
         assert isinstance(expr, ast.UnaryExpr)
@@ -209,6 +246,8 @@ class ExpressionTyper:
             # An integer literal beside money is whole currency units; as a
             # factor or divisor (`balance(x) * 3`) it stays a plain integer.
             left, right = self._coerce(left, right.type), self._coerce(right, left.type)
+        if (op in _COMPARISONS or op in _ARITHMETIC_OPS) and self._outcome_as_value(expr, op, left, right):
+            return None
         if op in _COMPARISONS:
             return self._comparison(expr, op, left, right)
         for side in (left, right):

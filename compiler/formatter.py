@@ -217,6 +217,8 @@ class _Printer:
         elif isinstance(decl, ast.InvariantDecl):
             prefix = f"{_clause(decl.clause)}invariant {decl.name.name}:"
             self._emit(0, self._wrapped(prefix, decl.expr, 0), decl.span)
+        elif isinstance(decl, ast.PropertyDecl):
+            self._emit(0, self._property(decl), decl.span)
         elif isinstance(decl, ast.BudgetDecl):
             line = self._emit(0, "budget {", decl.span)
             line.end = (decl.span.line, decl.span.column + len("budget"))
@@ -239,8 +241,10 @@ class _Printer:
         def lit(node: ast.NumberLit) -> str:
             return self.lit.money(node.text) if money else self.lit.number(node.text)
 
-        if decl.low is not None and decl.high is not None:
-            return f"{decl.type} between {lit(decl.low)} and {lit(decl.high)}"
+        low = decl.low_ref.name if decl.low_ref else lit(decl.low) if decl.low else None
+        high = decl.high_ref.name if decl.high_ref else lit(decl.high) if decl.high else None
+        if low is not None and high is not None:
+            return f"{decl.type} between {low} and {high}"
         if decl.value is not None:
             return f"{decl.type} = {lit(decl.value)}"
         if decl.pattern is not None:
@@ -337,6 +341,13 @@ class _Printer:
             rest = self._pieces(node.right, right)
             return [*self._pieces(node.left, left), f"{node.op} {rest[0]}", *rest[1:]]
         return [self.expr(node, loosest)]
+
+    def _property(self, decl: ast.PropertyDecl) -> str:
+        """A liveness property (new in 1.1); a long goal wraps as an invariant does."""
+        prefix = f"{_clause(decl.clause)}property {decl.name.name}:"
+        if decl.premise is None or decl.goal is None:
+            return f"{prefix} eventually final"
+        return self._wrapped(f"{prefix} {self.expr(decl.premise)} leads_to", decl.goal, 0)
 
     def _wrapped(self, prefix: str, node: ast.Expr, depth: int) -> str:
         """`prefix expr` on one line, or filled greedily up to `WIDTH` columns.

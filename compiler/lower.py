@@ -15,6 +15,7 @@ from typing import Any
 from pactwright.bundle_models import TransitionTable, emitted
 from pactwright.candidate import Candidate, Effect, Expr, Param, Transfer, Transition
 from pactwright.compiler.payload import call_amount, money_moving_effects
+from pactwright.compiler.related import Bounds, hull
 from pactwright.money import Percent
 
 TRANSITIONS_FORMAT = "pactwright.transitions/1"
@@ -161,7 +162,24 @@ def lower(candidate: Candidate, candidate_hash: str) -> Json:
     runtime reads it through) and returned as that model's dump, which is the
     document built here, field for field.
     """
-    return emitted(TransitionTable, _table(candidate, candidate_hash)).to_json()
+    table = _table(candidate, candidate_hash)
+    if candidate.properties:
+        table["properties"] = properties_json(candidate)
+    return emitted(TransitionTable, table).to_json()
+
+
+def properties_json(candidate: Candidate) -> list[Json]:
+    """The liveness properties (new in 1.1); the key is left out of the table when there are none."""
+    return [
+        {
+            "name": p.name,
+            "clause": p.clause,
+            "kind": p.kind,
+            "premise": expr_json(p.premise),
+            "goal": expr_json(p.goal),
+        }
+        for p in candidate.properties or ()
+    ]
 
 
 def _table(candidate: Candidate, candidate_hash: str) -> Json:
@@ -200,7 +218,7 @@ def _table(candidate: Candidate, candidate_hash: str) -> Json:
             "asset": _asset(candidate),
         },
         "roles": [r.model_dump(mode="json") for r in candidate.roles],
-        "params": [p.model_dump(mode="json", exclude_none=True) for p in candidate.params],
+        "params": _params(candidate),
         "accounts": [
             {**a.model_dump(mode="json"), "placeholders": sorted(set(_PLACEHOLDER.findall(a.address)))}
             for a in candidate.accounts
@@ -212,6 +230,36 @@ def _table(candidate: Candidate, candidate_hash: str) -> Json:
         "transitions": transitions,
         "invariants": [{"name": i.name, "clause": i.clause, "expr": expr_json(i.expr)} for i in candidate.invariants],
     }
+
+
+def _params(candidate: Candidate) -> list[Json]:
+    """The params as the table lists them; a bound written as a param's name (new in 1.1)
+    keeps that name (`min_param` / `max_param`) and gets the literal hull as its `min` / `max`."""
+    out = [p.model_dump(mode="json", exclude_none=True) for p in candidate.params]
+    if not any(p.min_param or p.max_param for p in candidate.params):
+        return out
+
+    def minor(text: str | None) -> int | None:
+        return None if text is None else int(text)
+
+    graph = {
+        p.name: Bounds(
+            low=minor(p.value if p.value is not None else p.min),
+            high=minor(p.value if p.value is not None else p.max),
+            low_ref=p.min_param,
+            high_ref=p.max_param,
+        )
+        for p in candidate.params
+        if p.type == "money"
+    }
+    tight = hull(graph)
+    for entry in out:
+        low, high = tight.get(entry["name"], (None, None))
+        if "min_param" in entry:
+            entry["min"] = str(low)
+        if "max_param" in entry:
+            entry["max"] = str(high)
+    return out
 
 
 def _asset(candidate: Candidate) -> str:

@@ -22,6 +22,7 @@ from pactwright.candidate import (
     PactId,
     Param,
     Portion,
+    Property,
     Role,
     Rule,
     State,
@@ -59,6 +60,8 @@ def _param(decl: ast.ParamDecl, scale: int) -> Param:
         value=opt(decl.value),
         pattern=decl.pattern.value if decl.pattern else None,
         options=tuple(sorted(o.name for o in decl.options)),
+        min_param=decl.low_ref.name if decl.low_ref else None,
+        max_param=decl.high_ref.name if decl.high_ref else None,
     )
 
 
@@ -224,5 +227,24 @@ def normalize(ctx: CheckContext) -> tuple[Candidate, SourceMap]:
         ),
         transitions=tuple(sorted((_transition(d, ctx, spans) for d in sym.transitions.values()), key=lambda t: t.name)),
         invariants=tuple(sorted(invariants, key=lambda i: i.name)),
+        properties=_properties(ctx, spans),
     )
     return candidate, dict(sorted(spans.items()))
+
+
+def _properties(ctx: CheckContext, spans: SourceMap) -> tuple[Property, ...] | None:
+    """The liveness properties by name; None (omitted, the hash unchanged) when there are none."""
+    out: list[Property] = []
+    for name, decl in sorted(ctx.sym.properties.items()):
+        spans[f"property:{name}"] = decl.span
+        if decl.clause is not None:
+            spans[f"property:{name}/clause"] = decl.clause.span
+        clause = decl.clause.value if decl.clause else None
+        premise, goal = ctx.properties.get(name, (None, None))
+        if decl.premise is None:
+            out.append(Property(name=name, clause=clause, kind="eventually_final"))
+        else:
+            assert premise is not None
+            assert goal is not None
+            out.append(Property(name=name, clause=clause, kind="leads_to", premise=premise, goal=goal))
+    return tuple(out) or None

@@ -29,7 +29,7 @@ KEYWORDS: frozenset[str] = frozenset()
 # the natural name of a refund's amount; the contextual lexer never offers it
 # where a name may stand (an effect field, or right after `call NAME`), so
 # `amount amount` in an effect reads unambiguously. They are not reserved.
-CONTEXTUAL_KEYWORDS: frozenset[str] = frozenset({"amount"})
+CONTEXTUAL_KEYWORDS: frozenset[str] = frozenset({"amount"}) | frozenset({"property", "leads_to", "eventually"})
 
 # Deepest syntax tree accepted (declarations take ~4 levels, the rest is
 # expression nesting). Later stages recurse over expressions and pydantic
@@ -165,13 +165,23 @@ class _Builder(Transformer[Token, ast.PolicyAst]):
         return ast.ParamDecl(span=_meta_span(meta), name=name, **fields)
 
     def money_range(self, items: list[Token]) -> dict[str, Any]:
-        return {"type": "money", "low": self._number(items[0]), "high": self._number(items[1])}
+        return {"type": "money", **self._bounds(items)}
+
+    def _bounds(self, items: list[Token]) -> dict[str, Any]:
+        """`low`/`high` for literal bounds, `low_ref`/`high_ref` for a param's name."""
+        out: dict[str, Any] = {}
+        for side, token in zip(("low", "high"), items, strict=True):
+            if token.type == "NAME":
+                out[f"{side}_ref"] = self._ident(token)
+            else:
+                out[side] = self._number(token)
+        return out
 
     def money_fixed(self, items: list[Token]) -> dict[str, Any]:
         return {"type": "money", "value": self._number(items[0])}
 
     def percent_range(self, items: list[Token]) -> dict[str, Any]:
-        return {"type": "percent", "low": self._number(items[0]), "high": self._number(items[1])}
+        return {"type": "percent", **self._bounds(items)}
 
     def percent_fixed(self, items: list[Token]) -> dict[str, Any]:
         return {"type": "percent", "value": self._number(items[0])}
@@ -318,6 +328,20 @@ class _Builder(Transformer[Token, ast.PolicyAst]):
     def invariant(self, meta: Any, items: list[Any]) -> ast.InvariantDecl:
         clause = items.pop(0) if isinstance(items[0], ast.StringLit) else None
         return ast.InvariantDecl(span=_meta_span(meta), clause=clause, name=self._ident(items[0]), expr=items[1])
+
+    @v_args(meta=True)
+    def liveness_property(self, meta: Any, items: list[Any]) -> ast.PropertyDecl:
+        clause = items.pop(0) if isinstance(items[0], ast.StringLit) else None
+        premise, goal = items[1]
+        return ast.PropertyDecl(
+            span=_meta_span(meta), clause=clause, name=self._ident(items[0]), premise=premise, goal=goal
+        )
+
+    def prop_leads_to(self, items: list[Any]) -> tuple[ast.Expr | None, ast.Expr | None]:
+        return items[0], items[1]
+
+    def prop_eventually_final(self, items: list[Any]) -> tuple[ast.Expr | None, ast.Expr | None]:
+        return None, None
 
     @v_args(meta=True)
     def tr_by(self, meta: Any, items: list[Any]) -> ast.ByField:

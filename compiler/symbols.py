@@ -39,6 +39,7 @@ class Symbols:
     states: dict[str, ast.StateDecl] = field(default_factory=dict)
     transitions: dict[str, ast.TransitionDecl] = field(default_factory=dict)
     invariants: dict[str, ast.InvariantDecl] = field(default_factory=dict)
+    properties: dict[str, ast.PropertyDecl] = field(default_factory=dict)
     stamps: dict[str, ast.StampField] = field(default_factory=dict)
     duplicates: list[Duplicate] = field(default_factory=list)
 
@@ -99,6 +100,8 @@ def build_symbols(policy: ast.PolicyAst) -> Symbols:
                     sym.stamps[tfield.name.name] = tfield
         elif isinstance(decl, ast.InvariantDecl):
             named.append((sym.invariants, "invariant", decl.name, decl))
+        elif isinstance(decl, ast.PropertyDecl):
+            named.append((sym.properties, "property", decl.name, decl))
     first_spans: dict[tuple[str, str], Span] = {}
     for table, kind, name, decl in named:
         key = (kind, name.name)
@@ -114,4 +117,13 @@ def build_symbols(policy: ast.PolicyAst) -> Symbols:
             sym.duplicates.append(
                 _ordered("transition or effect", effect, sym.transitions[effect].name.span, effect_decl.name.span)
             )
+    _property_clashes(sym)
     return sym
+
+
+def _property_clashes(sym: Symbols) -> None:
+    """Invariants and properties share one namespace: the report lists both by name."""
+    for name, prop in sym.properties.items():
+        if name in sym.invariants:
+            first = sym.invariants[name].name.span
+            sym.duplicates.append(_ordered("invariant or property", name, first, prop.name.span))

@@ -58,6 +58,9 @@ ValueType = Literal["money", "int", "percent", "duration", "time", "bool", "text
 # The expression operators every reader evaluates, by arity. Leaves carry a
 # `name` (what they read) or a `value` (a literal); no leaf has arguments.
 NAMED_LEAVES = frozenset({"param", "stamp", "balance", "applied", "fired", "total", "reached", "approved"})
+# New in 1.1: whether the latest call at some `call E` stands acknowledged, reconciled or abandoned.
+OUTCOME_LEAVES = frozenset({"acknowledged", "reconciled", "abandoned"})
+NAMED_LEAVES = NAMED_LEAVES | OUTCOME_LEAVES
 LEAVES = NAMED_LEAVES | {"lit", "now", "final"}
 UNARY = frozenset({"not", "neg"})
 COMPARISONS = frozenset({"==", "!=", "<", "<=", ">", ">="})
@@ -76,7 +79,7 @@ _RESULT_TYPE: dict[str, str] = {
     "reached": "bool",
     "approved": "bool",
     "not": "bool",
-} | dict.fromkeys(COMPARISONS | LOGICAL, "bool")
+} | dict.fromkeys(COMPARISONS | LOGICAL | OUTCOME_LEAVES, "bool")
 
 
 _INTEGER = re.compile(r"-?(0|[1-9][0-9]*)")
@@ -291,6 +294,27 @@ class Invariant(Document):
     expr: Expr
 
 
+class Property(Document):
+    """A liveness property (new in 1.1): `premise leads_to goal`, or `eventually final`
+    (premise and goal null), checked by the verifier under the fairness of docs/verifier.md."""
+
+    name: Text
+    clause: Text | None
+    kind: Literal["leads_to", "eventually_final"]
+    premise: Expr | None
+    goal: Expr | None
+
+    @model_validator(mode="after")
+    def _shape(self) -> Property:
+        if (self.kind == "leads_to") != (self.premise is not None and self.goal is not None):
+            raise PydanticCustomError(
+                "property_shape",
+                "property `{name}`: `leads_to` has a premise and a goal, `eventually_final` neither",
+                {"name": self.name},
+            )
+        return self
+
+
 # transitions.json
 
 
@@ -344,7 +368,11 @@ class Ledger(Document):
 
 
 class TableParam(Document):
-    omit_none = frozenset({"min", "max", "value", "pattern"})
+    """A param; `min_param` / `max_param` (new in 1.1) name the money param a value
+    must also be at least / at most, and `min` / `max` then hold the literal hull
+    (compiler/related.py): every allowed value lies within them."""
+
+    omit_none = frozenset({"min", "max", "value", "pattern", "min_param", "max_param"})
 
     name: Text
     type: Literal["money", "percent", "duration", "text"]
@@ -353,6 +381,8 @@ class TableParam(Document):
     value: Text | None = None
     pattern: Text | None = None
     options: Names
+    min_param: Text | None = None
+    max_param: Text | None = None
 
     @model_validator(mode="after")
     def _numbers(self) -> TableParam:
@@ -412,10 +442,13 @@ class TransitionTable(Document):
     budget: Budget | None
     transitions: tuple[TableTransition, ...]
     invariants: tuple[Invariant, ...]
+    properties: tuple[Property, ...] | None = None  # new in 1.1; absent when the policy declares none
+    omit_none = frozenset({"properties"})
 
     @model_validator(mode="after")
     def _references(self) -> TransitionTable:
         _check_references(self.states, self.roles, self.accounts, self.effects, self.transitions)
+        _check_related(self.params)
         return self
 
 
@@ -432,7 +465,7 @@ class Bounds(Document):
 class ModelParam(Document):
     """A param as the verifier explores it: `fixed`, or a range with its `samples`, or text."""
 
-    omit_none = frozenset({"fixed", "min", "max", "samples", "options", "pattern"})
+    omit_none = frozenset({"fixed", "min", "max", "samples", "options", "pattern", "min_param", "max_param"})
 
     name: Text
     type: Literal["money", "percent", "duration", "text"]
@@ -442,6 +475,8 @@ class ModelParam(Document):
     samples: Names | None = None
     options: Names | None = None
     pattern: Text | None = None
+    min_param: Text | None = None  # new in 1.1, as in `TableParam`
+    max_param: Text | None = None
 
     @model_validator(mode="after")
     def _numbers(self) -> ModelParam:
@@ -507,11 +542,29 @@ class ModelDocument(Document):
     deadlines: tuple[Deadline, ...]
     invariants: tuple[Invariant, ...]
     builtin_invariants: tuple[BuiltinInvariant, ...]
+    properties: tuple[Property, ...] | None = None  # new in 1.1; absent when the policy declares none
+    omit_none = frozenset({"properties"})
 
     @model_validator(mode="after")
     def _references(self) -> ModelDocument:
         _check_references(self.states, self.roles, self.accounts, self.effects, self.transitions)
+        _check_related(self.params)
         return self
+
+
+def _check_related(params: Sequence[TableParam | ModelParam]) -> None:
+    """A related bound (new in 1.1) joins two distinct money params, and its side has a literal hull."""
+    money = {p.name for p in params if p.type == "money"}
+    for param in params:
+        for side, ref in (("min", param.min_param), ("max", param.max_param)):
+            if ref is None:
+                continue
+            if param.type != "money" or ref not in money or ref == param.name or getattr(param, side) is None:
+                raise PydanticCustomError(
+                    "related_bound",
+                    "param `{name}`: `{side}_param` `{ref}` must name another money param, with `{side}` its hull",
+                    {"name": param.name, "side": side, "ref": ref},
+                )
 
 
 def _known(kind: str, name: str, names: set[str], at: str) -> None:

@@ -34,6 +34,7 @@ class Expr(Frozen):
 
     `op` is one of: `lit` (value), `param` / `stamp` (name), `now`, `final`,
     `balance` / `applied` / `fired` / `total` / `reached` / `approved` (name),
+    `acknowledged` / `reconciled` / `abandoned` (an effect's name; new in 1.1),
     `neg` / `not` (one arg), arithmetic `+ - * /`, comparisons
     `== != < <= > >=`, and `and` / `or` / `implies` (two args). Every node
     carries its static type so consumers never re-infer it.
@@ -63,7 +64,13 @@ class Role(Frozen):
 
 
 class Param(Frozen):
-    """A per-agreement value: a range (`min`/`max`), a fixed `value`, or text."""
+    """A per-agreement value: a range (`min`/`max`), a fixed `value`, or text.
+
+    New in 1.1, a money range's bound may be another money param's name
+    (`between 0.00 and price`): `min_param` / `max_param` hold it, in place of
+    `min` / `max` on that side, and are omitted when unused, so the
+    candidates of policies that never write the form keep their hashes.
+    """
 
     name: str
     type: Literal["money", "percent", "duration", "text"]
@@ -72,6 +79,8 @@ class Param(Frozen):
     value: str | None = None
     pattern: str | None = None
     options: tuple[str, ...] = ()
+    min_param: str | None = None
+    max_param: str | None = None
 
 
 class Account(Frozen):
@@ -179,6 +188,20 @@ class Invariant(Frozen):
     expr: Expr
 
 
+class Property(Frozen):
+    """A liveness property (new in 1.1): `premise leads_to goal`, or `eventually final`.
+
+    Both expressions are absent for `eventually final`, which reads as
+    `true leads_to final`.
+    """
+
+    name: str
+    clause: str | None
+    kind: Literal["leads_to", "eventually_final"]
+    premise: Expr | None = None
+    goal: Expr | None = None
+
+
 class Candidate(Frozen):
     format: Literal["pactwright.candidate/1"] = "pactwright.candidate/1"
     pact: PactId
@@ -193,6 +216,9 @@ class Candidate(Frozen):
     states: tuple[State, ...]
     transitions: tuple[Transition, ...]
     invariants: tuple[Invariant, ...]
+    # New in 1.1; None (omitted from the hashed JSON) when the policy declares none,
+    # so a policy without properties keeps its hash.
+    properties: tuple[Property, ...] | None = None
 
     def to_json(self) -> dict[str, object]:
         """The JSON form that is hashed: absent optional fields are omitted."""

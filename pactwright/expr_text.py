@@ -39,7 +39,7 @@ def render_expr(expr: dict[str, Any], scale: int | None = None) -> str:
         return str(expr["name"])
     if op in ("now", "final"):
         return str(op)
-    if op in ("balance", "applied", "fired", "total", "reached", "approved"):
+    if op in ("balance", "applied", "fired", "total", "reached", "approved", "acknowledged", "reconciled", "abandoned"):
         return f"{op}({expr['name']})"
     args = expr.get("args", [])
     mine = _PRECEDENCE[op]

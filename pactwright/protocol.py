@@ -17,7 +17,7 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import Final
 
-__all__ = ["FAULTS", "ON_FAILED", "ON_UNCERTAIN", "PHASE_NAMES", "TERMINAL", "Phase"]
+__all__ = ["FAULTS", "ON_FAILED", "ON_UNCERTAIN", "OUTCOME_PHASES", "PHASE_NAMES", "TERMINAL", "Phase"]
 
 
 class Phase(IntEnum):
@@ -48,6 +48,15 @@ TERMINAL: Final = frozenset(
 )
 
 PHASE_NAMES: Final = {phase: phase.name.lower() for phase in Phase}
+
+# What `acknowledged(E)`, `reconciled(E)` and `abandoned(E)` read (new in 1.1): each holds when the latest
+# call at some `call E` stands in this phase. A call reconciled as not occurred is no outcome: it is sent
+# again at once, with the same key. A call compensated since it was acknowledged no longer stands acknowledged.
+OUTCOME_PHASES: Final = {
+    "acknowledged": Phase.ACKNOWLEDGED,
+    "reconciled": Phase.RECONCILED_RECOVERED,
+    "abandoned": Phase.ABANDONED_UNCERTAIN,
+}
 
 # What the runtime does, per strategy, when it cannot tell whether the effect happened.
 ON_UNCERTAIN: Final = {

@@ -17,8 +17,16 @@ from typing import Any
 __all__ = ["is_complete", "report_is_complete"]
 
 
-def is_complete(exhausted: bool, unknown_queries: int, invariants: Sequence[Mapping[str, Any]]) -> bool:
-    """Exhausted with every solver query decided, or every invariant not violated proved."""
+def is_complete(
+    exhausted: bool,
+    unknown_queries: int,
+    invariants: Sequence[Mapping[str, Any]],
+    properties: Sequence[Mapping[str, Any]] = (),
+) -> bool:
+    """Exhausted with every solver query decided, or every invariant not violated proved;
+    and no liveness property `incomplete` (a proof of the invariants says nothing about them)."""
+    if any(p.get("verdict") not in ("holds", "violated") for p in properties):
+        return False
     if exhausted and unknown_queries == 0:
         return True
     return all(i.get("verdict") == "proved" for i in invariants if i.get("verdict") != "violated")
@@ -34,4 +42,7 @@ def report_is_complete(report: Mapping[str, Any]) -> bool:
     if not isinstance(unknown, int) or isinstance(unknown, bool):
         return False
     entries = [i for i in invariants if isinstance(i, Mapping)]
-    return is_complete(exploration.get("exhausted") is True, unknown, entries)
+    properties = report.get("properties", [])
+    if not isinstance(properties, list) or not all(isinstance(p, Mapping) for p in properties):
+        return False
+    return is_complete(exploration.get("exhausted") is True, unknown, entries, properties)

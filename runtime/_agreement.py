@@ -179,8 +179,9 @@ class Agreement:
         )
 
     def view(self, bundle: Bundle, now: int, applied: Mapping[str, int] | None = None,
-             totals: Mapping[str, int] | None = None) -> View:  # fmt: skip
-        """What expressions read at `now`; `applied`/`totals` are the effects' (runtime/_command_effects.py)."""
+             totals: Mapping[str, int] | None = None,
+             outcomes: Mapping[str, frozenset[str]] | None = None) -> View:  # fmt: skip
+        """What expressions read at `now`; `applied`, `totals`, `outcomes` are the effects' (_command_effects.py)."""
         kinds = {p["name"]: p["type"] for p in bundle.doc["params"]}
         params: dict[str, Value] = {name: typed_value(kinds[name], text) for name, text in self.params.items()}
         return View(
@@ -194,6 +195,7 @@ class Agreement:
             final=bool(bundle.state(self.state)["final"]),
             applied=applied or {},
             totals=totals or {},
+            outcomes=outcomes or {},
         )
 
     def evolve(self, **changes: Any) -> Agreement:

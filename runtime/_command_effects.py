@@ -17,6 +17,14 @@ as the verifier's model lets them.
 `applied(E)` and `total(E)` read what the runtime knows took effect: calls
 acknowledged, recovered by reconciliation, or awaiting or done with their
 compensation (they happened), and compensations of another call that ran.
+
+`acknowledged(E)`, `reconciled(E)` and `abandoned(E)` (new in 1.1) read the
+latest call made at each `call E` of the policy (a transition and a call
+index), as the verifier's call sites do: one holds when such a call stands
+`acknowledged`, `reconciled_recovered` or `abandoned_uncertain`
+(`pactwright.protocol.OUTCOME_PHASES`). They count as depending on E, except
+that a command whose guard reads `abandoned(E)` handles that abandon and is
+not refused PW526 for E.
 """
 
 from __future__ import annotations
@@ -27,12 +35,13 @@ from typing import Any
 
 from pactwright.errors import CommandError
 from pactwright.money import format_money
+from pactwright.protocol import OUTCOME_PHASES, PHASE_NAMES
 from pactwright.runtime._agreement import Agreement, Bundle
 from pactwright.runtime.effect_payload import PlannedCall
 from pactwright.runtime.store._backend import Backend
 
-__all__ = ["HAPPENED", "PARKED", "Tally", "check_budgets", "check_dependencies", "referenced", "tally",
-           "write_calls"]  # fmt: skip
+__all__ = ["HAPPENED", "PARKED", "Tally", "check_budgets", "check_dependencies", "read_by_guard", "referenced",
+           "tally", "write_calls"]  # fmt: skip
 
 HAPPENED = frozenset({"acknowledged", "reconciled_recovered", "compensation_required", "compensated"})
 PARKED = frozenset({"needs_reconciliation"})
@@ -50,6 +59,8 @@ class Tally:
     totals: Mapping[str, int] = field(default_factory=dict)
     abandoned: frozenset[str] = frozenset()
     parked: frozenset[str] = frozenset()
+    # Per outcome function (`acknowledged`...): the effects whose latest call at some call site stands in it.
+    outcomes: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
 
 def tally(db: Backend, agreement_id: str) -> Tally:
@@ -73,15 +84,46 @@ def tally(db: Backend, agreement_id: str) -> Tally:
             abandoned.add(name)
         if phase in PARKED or int(quarantined):
             parked.add(name)
-    return Tally(calls, carried, applied, totals, frozenset(abandoned), frozenset(parked))
+    return Tally(calls, carried, applied, totals, frozenset(abandoned), frozenset(parked), _outcomes(db, agreement_id))
 
 
-def _names(expr: Any) -> Iterator[str]:
+_OUTCOME_OF = {PHASE_NAMES[phase]: op for op, phase in OUTCOME_PHASES.items()}
+
+
+def _outcomes(db: Backend, agreement_id: str) -> dict[str, frozenset[str]]:
+    """Per outcome function, the effects for which it holds: the latest call at each call site decides."""
+    latest: dict[tuple[str, int], tuple[int, str, str]] = {}
+    for effect, phase, seq, index, transition in db.query(
+        "SELECT f.effect, f.phase, f.event_seq, f.call_index, e.transition FROM effects f "
+        "JOIN events e ON e.agreement_id = f.agreement_id AND e.seq = f.event_seq "
+        "WHERE f.agreement_id = ? AND f.compensates IS NULL",
+        (agreement_id,),
+    ):
+        site = (str(transition), int(index))
+        if site not in latest or int(seq) > latest[site][0]:
+            latest[site] = (int(seq), str(effect), str(phase))
+    out: dict[str, set[str]] = {op: set() for op in OUTCOME_PHASES}
+    for _, effect, phase in latest.values():
+        if phase in _OUTCOME_OF:
+            out[_OUTCOME_OF[phase]].add(effect)
+    return {op: frozenset(names) for op, names in out.items()}
+
+
+_READS = frozenset({"applied", "total", *OUTCOME_PHASES})  # what a guard may read of an effect
+
+
+def _names(expr: Any, ops: frozenset[str] = _READS) -> Iterator[str]:
     if isinstance(expr, Mapping):
-        if expr.get("op") == "total" or (expr.get("op") == "applied" and expr.get("value") == "effect"):
+        op = expr.get("op")
+        if op in ops and (op != "applied" or expr.get("value") == "effect"):
             yield str(expr["name"])
         for arg in expr.get("args", []):
-            yield from _names(arg)
+            yield from _names(arg, ops)
+
+
+def read_by_guard(transition: Mapping[str, Any]) -> frozenset[str]:
+    """The effects the transition's guard reads: `applied(E)`, `total(E)`, an outcome (`acknowledged(E)`...)."""
+    return frozenset(_names(transition.get("guard")))
 
 
 def referenced(transition: Mapping[str, Any]) -> frozenset[str]:
@@ -89,9 +131,15 @@ def referenced(transition: Mapping[str, Any]) -> frozenset[str]:
     return frozenset({*_names(transition.get("guard")), *(str(c["effect"]) for c in transition.get("effects", []))})
 
 
+def handles_abandon(transition: Mapping[str, Any]) -> frozenset[str]:
+    """The effects whose abandon the transition's guard asks about (`abandoned(E)`): not refused PW526 for them."""
+    return frozenset(_names(transition.get("guard"), frozenset({"abandoned"})))
+
+
 def check_dependencies(transition: Mapping[str, Any], seen: Tally) -> None:
+    handled = handles_abandon(transition)
     for name in sorted(referenced(transition)):
-        if name in seen.abandoned:
+        if name in seen.abandoned and name not in handled:
             raise CommandError(
                 f"{ABANDONED}: `{transition['id']}` depends on `{name}`, a call of which was abandoned and "
                 "may have occurred",

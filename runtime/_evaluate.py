@@ -24,6 +24,7 @@ from pactwright.expr_text import render_expr
 from pactwright.money import Percent
 
 Value = int | Fraction | str | bool | None
+_OUTCOMES = frozenset({"acknowledged", "reconciled", "abandoned"})
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,8 @@ class View:
     # Per effect: how many of its calls took effect, and the amount they carried (runtime/_command_effects.py).
     applied: Mapping[str, int] = field(default_factory=dict)
     totals: Mapping[str, int] = field(default_factory=dict)
+    # New in 1.1: per outcome function (`acknowledged`, `reconciled`, `abandoned`), the effects it holds for.
+    outcomes: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
 
 _CMP: dict[str, Callable[[Any, Any], bool]] = {
@@ -116,6 +119,9 @@ def evaluate(expr: Mapping[str, Any], view: View) -> Value:
         return str(expr["name"]) in view.reached
     if op == "approved":
         return str(expr["name"]) in view.approved
+    if op in _OUTCOMES:
+        # The latest call at some `call E` stands in that phase (runtime/_command_effects.py).
+        return str(expr["name"]) in view.outcomes.get(op, frozenset())
     if op == "not":
         return not evaluate(args[0], view)
     if op == "neg":

@@ -40,7 +40,7 @@ from pactwright.runtime.store._backend import Backend
 # The kinds of record the outbox worker appends, one per settled outbox entry.
 _SETTLED = ("delivered", "quarantined")
 # The facts an `event` record repeats from the event log's payload.
-_EVENT_FACTS = ("command", "from", "to", "postings", "stamps", "manifest_hash", "approval")
+_EVENT_FACTS = ("command", "from", "to", "postings", "stamps", "manifest_hash", "approval", "effects")
 
 
 @dataclass(frozen=True)

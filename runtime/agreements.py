@@ -26,7 +26,7 @@ from pactwright.runtime.store import Store, StoredBundle
 from pactwright.runtime.store._backend import Backend
 from pactwright.runtime.store._migrations import LATEST
 
-__all__ = ["AgreementView", "check_open", "open_agreement", "show"]
+__all__ = ["AgreementView", "check_open", "invariant_values", "open_agreement", "show"]
 
 ID_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _SEGMENT_RE = re.compile(r"[A-Za-z0-9_-]{1,128}")
@@ -50,10 +50,14 @@ def _param_value(param: Mapping[str, Any], raw: str | None, scale: int) -> str:
     value = _encode(kind, raw, scale, name)
     if kind in ("money", "percent"):
         number = Percent.parse(value).value if kind == "percent" else int(value)
-        low = None if param.get("min") is None else _number(kind, str(param["min"]))
-        high = None if param.get("max") is None else _number(kind, str(param["max"]))
+        # A side bounded by another param (new in 1.1) is checked against that param's value (`_related`).
+        low = None if param.get("min") is None or param.get("min_param") else _number(kind, str(param["min"]))
+        high = None if param.get("max") is None or param.get("max_param") else _number(kind, str(param["max"]))
         if (low is not None and number < low) or (high is not None and number > high):
-            shown = f"{_show(kind, param.get('min'), scale)} .. {_show(kind, param.get('max'), scale)}"
+            shown = (
+                f"{param.get('min_param') or _show(kind, param.get('min'), scale)} .. "
+                f"{param.get('max_param') or _show(kind, param.get('max'), scale)}"
+            )
             raise _bad(f"param `{name}` is out of its bounds", name, expected=shown, found=raw)
     if kind == "text":
         options = [str(o) for o in param.get("options", [])]
@@ -63,6 +67,23 @@ def _param_value(param: Mapping[str, Any], raw: str | None, scale: int) -> str:
         if pattern is not None and re.fullmatch(str(pattern), value) is None:
             raise _bad(f"param `{name}` does not match its pattern", name, expected=str(pattern), found=raw)
     return value
+
+
+def _related(declared: list[Mapping[str, Any]], values: Mapping[str, str], scale: int) -> None:
+    """New in 1.1: each money bound written as another param's name holds (`partial` <= `price`)."""
+    for param in declared:
+        name = str(param["name"])
+        for small, big, side in ((param.get("min_param"), name, "below"), (name, param.get("max_param"), "above")):
+            if small is None or big is None or int(values[str(small)]) <= int(values[str(big)]):
+                continue
+            this, other = (name, str(small)) if side == "below" else (name, str(big))
+            shown = {n: format_money(int(values[n]), scale) for n in (this, other)}
+            raise _bad(
+                f"param `{this}` ({shown[this]}) is {side} param `{other}` ({shown[other]}), which bounds it",
+                this,
+                expected=f"{this} {'>=' if side == 'below' else '<='} {other}",
+                found=f"{this} = {shown[this]}, {other} = {shown[other]}",
+            )
 
 
 def _number(kind: str, text: str) -> Any:
@@ -163,6 +184,7 @@ def _build(store: Store, db: Backend, pact_id: str, params: Mapping[str, str], p
     for name in sorted(set(params) - declared):
         raise _bad(f"the pact has no param `{name}`", name)
     values = {str(p["name"]): _param_value(p, params.get(p["name"]), bundle.scale) for p in bundle.doc["params"]}
+    _related(bundle.doc["params"], values, bundle.scale)
     bound = _parties(bundle, parties)
     initial = next(s["name"] for s in bundle.doc["states"] if s["initial"])
     agreement = Agreement(
@@ -312,3 +334,27 @@ def show(store: Store, agreement_id: str, last: int = 10, ledger: Ledger | None 
 def _ledger_balances(agreement: Agreement, ledger: Ledger) -> dict[str, str]:
     held = ledger.balances(sorted(set(agreement.accounts.values())))
     return {name: str(held.get(address, 0)) for name, address in sorted(agreement.accounts.items())}
+
+
+def invariant_values(store: Store, agreement_id: str) -> dict[str, bool | None]:
+    """Each invariant of the agreement's own bundle on the agreement as committed (None: undefined).
+
+    Evaluated by the runtime's own evaluator, at the agreement's last commit
+    time, with its effect calls as the command path counts them: the same
+    code that judges guards judges the invariants.
+    """
+    from pactwright.runtime._command_effects import tally
+    from pactwright.runtime._evaluate import evaluate
+    from pactwright.runtime.store._migrations import EFFECT_TABLES
+
+    with store.transaction(write=False) as db:
+        agreement = rows.read(db, agreement_id, lock=False)
+        bundle = rows.load_bundle(store, db, agreement)
+        seen = tally(db, agreement.id) if store.schema_version() >= EFFECT_TABLES else None
+    view = agreement.view(bundle, agreement.updated_at, seen.applied if seen else None, seen.totals if seen else None,
+                          seen.outcomes if seen else None)  # fmt: skip
+    out: dict[str, bool | None] = {}
+    for invariant in bundle.doc.get("invariants", []):
+        value = evaluate(invariant["expr"], view)
+        out[str(invariant["name"])] = None if value is None else bool(value)
+    return out

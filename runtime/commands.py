@@ -5,20 +5,25 @@ SQLite's `BEGIN IMMEDIATE`), answers a known idempotency key from the
 stored result, then checks, in this order: the transition exists, the
 actor's role may invoke it and the party holds that role, the expected
 version, the agreement is not final and is in a source state, the command's
-params agree with the agreement's, the guard holds at the trusted time, an
-approval is present where required. It then runs the bundle's ledger program
+params agree with the agreement's, no effect it depends on is parked or
+abandoned, the guard holds at the trusted time, no call is above its
+ceiling and the budgets hold. It then runs the bundle's ledger program
 with the runtime's Numscript interpreter against the agreement's OWN
 balances (so a command that would take a non-external account below zero is
-refused here, before any ledger sees it), checks that the kernel's movement
-arithmetic (`pactwright.movement`, which the verifier explores with) gives
-the same postings, and commits the event, the outbox rows with the expected
-postings, the new state, the idempotency key and an evidence record
-together. Every refusal is a `CommandError` (PW501-PW522)
-raised before anything is written.
+refused here, before any ledger sees it), and checks that the kernel's
+movement arithmetic (`pactwright.movement`, which the verifier explores
+with) gives the same postings. A transition that needs an approval nobody
+granted is parked as an approval request with its preview
+(runtime/approvals.py); otherwise the event, the outbox rows with the
+expected postings, the effect rows, the new state, the idempotency key and
+an evidence record are committed together. Every refusal is a
+`CommandError` (PW501-PW527, PW603) raised before anything is written.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -41,6 +46,9 @@ from pactwright.runtime.store._backend import Backend
 __all__ = ["Command", "Grant", "SubmitResult", "payload_digest", "run_in", "submit"]
 
 STALE = "STALE_AGREEMENT_VERSION"
+# TEST-ONLY hook (docs/runtime.md, "Crash safety"): `before_commit` kills the process with SIGKILL after
+# every row of a command is written and before its transaction commits.
+CRASH_ENV = "PACTWRIGHT_TEST_SUBMIT_CRASH_AT"
 MAX_KEY = 200
 # Read right after the agreement's row is locked: the idempotency key's row (NULLs when the key is
 # new) and the last evidence record (NULLs when there is none), one round trip for both.
@@ -195,29 +203,20 @@ def _check(bundle: Bundle, agreement: Agreement, name: str, role: str, party: st
     return transition
 
 
-def _approval(db: Backend, agreement: Agreement, transition: Mapping[str, Any], party: str, digest: str,
-              grant: Grant | None = None) -> str | None:  # fmt: skip
-    """The id of the one-use approval this command consumes: the grant's, or a matching unconsumed one.
+def _approval(transition: Mapping[str, Any], grant: Grant | None = None) -> str | None:
+    """The id of the one-use approval this command consumes: the grant's, verified in this transaction.
 
-    None when the transition needs none, or needs one nobody granted yet
-    (the caller parks the command).
+    None when the transition needs none, or needs one nobody granted (the
+    caller parks the command). Only `approvals.grant` passes a grant, after
+    checking the approver's ed25519 signature over the preview digest; a
+    row found in the `approvals` table is never taken as an approval by
+    itself (anyone able to write the store could have inserted it), so the
+    table is the record of grants consumed, each written and consumed in the
+    transaction of the command it allowed.
     """
-    need = transition.get("approval")
-    if not need:
+    if not transition.get("approval"):
         return None
-    if grant is not None:
-        return grant.request_id
-    for approval_id, approver_party in db.query(
-        "SELECT id, approver_party FROM approvals WHERE agreement_id = ? AND transition = ? AND payload_digest = ? "
-        "AND approver_role = ? AND consumed_event_id IS NULL ORDER BY id",
-        (agreement.id, transition["id"], digest, need["role"]),
-    ):
-        if agreement.parties.get(str(need["role"])) != approver_party:
-            continue  # only the party holding the approver role in this agreement approves
-        if need.get("not_requester") and approver_party == party:
-            continue
-        return str(approval_id)
-    return None
+    return None if grant is None else grant.request_id
 
 
 def _variables(bundle: Bundle, agreement: Agreement, ledger: Mapping[str, Any], now: int) -> dict[str, str]:
@@ -403,7 +402,7 @@ def run_in(store: Store, db: Backend, agreement_id: str, command: Command, now: 
         digest = hash_bytes(rows.dumps(payload).encode("utf-8"))
     seen = effects.tally(db, agreement_id) if effects.referenced(spec) else effects.Tally()
     effects.check_dependencies(spec, seen)
-    view = agreement.view(bundle, now, seen.applied, seen.totals)
+    view = agreement.view(bundle, now, seen.applied, seen.totals, seen.outcomes)
     if spec.get("guard") is not None and not evaluate(spec["guard"], view):
         parts = false_parts(spec["guard"], view, bundle.scale)
         raise _refuse("PW512", f"the guard of `{transition}` is false at {now}: {'; '.join(parts)}",
@@ -413,7 +412,7 @@ def run_in(store: Store, db: Backend, agreement_id: str, command: Command, now: 
     planned = planned_calls(bundle, agreement, spec, now, seq)
     effects.check_budgets(bundle, spec, planned, seen)
     postings, balances, variables = _postings(bundle, agreement, spec, now)
-    approval_id = _approval(db, agreement, spec, actor_party, digest, grant)
+    approval_id = _approval(spec, grant)
     event_id = f"{agreement_id}/{seq}"
     outbox = [f"{event_id}/0"] if variables is not None else []
     target = str(spec["to"])
@@ -450,6 +449,8 @@ def run_in(store: Store, db: Backend, agreement_id: str, command: Command, now: 
         _record_grant(db, agreement, spec, digest, grant, now)
     _commit(db, bundle, agreement, after, result, spec, payload, digest, key, variables, approval_id, head)
     effects.write_calls(db, agreement, seq, planned, now)
+    if os.environ.get(CRASH_ENV) == "before_commit":  # TEST-ONLY: every row written, the transaction open
+        os.kill(os.getpid(), signal.SIGKILL)
     return result
 
 

@@ -23,6 +23,7 @@ the adapter could send, whatever the provider echoes.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import threading
 import time
@@ -71,10 +72,17 @@ class _NoAnswer(Exception):
 
 
 def _show(value: object) -> str:
-    """A provider-supplied value, short and printable, for a detail line."""
+    """A provider-supplied value for a detail line: whole, or only its digest when it is long.
+
+    Never a prefix: a cut value could end inside a credential the provider
+    echoed, which the adapter's scrubbing (whole credential values) would
+    then miss. A long value is shown by its SHA-256 and length instead.
+    """
     text = value if isinstance(value, str) else repr(value)
     text = "".join(ch if ch.isprintable() else "?" for ch in text)
-    return f"`{text[:60]}…`" if len(text) > 60 else f"`{text}`"
+    if len(text) > 60:
+        return f"(a {len(text)}-character value, sha256 {hashlib.sha256(text.encode('utf-8')).hexdigest()[:16]})"
+    return f"`{text}`"
 
 
 def _echoed_amount(value: object) -> str | bool | None:
@@ -160,10 +168,12 @@ def lookup_result(request: EffectRequest, status: int, body: bytes, oversized: b
 
 
 class HttpAdapter:
-    """The `EffectAdapter` over HTTP/1.1 with httpx: pooled connections, exact timeouts, no redirects.
+    """The `EffectAdapter` over HTTP/1.1 with httpx: one connection per call, a deadline on the whole
+    exchange, no redirects, no proxy or netrc settings from the environment.
 
-    One adapter per worker; `close()` (or a `with` block) releases its
-    connections. Safe to share between threads.
+    A connection of the call's own is what lets the deadline close it without
+    touching another call's (effect calls are few; correctness over pooling).
+    Safe to share between threads; `close()` is kept for `with` blocks.
     """
 
     def __init__(
@@ -176,8 +186,6 @@ class HttpAdapter:
         self._providers = providers
         self._credentials = credentials if credentials is not None else Credentials()
         self._max = max_response_bytes
-        self._client: httpx.Client | None = None
-        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"HttpAdapter(destinations={sorted(self._providers.routes)})"
@@ -189,10 +197,7 @@ class HttpAdapter:
         self.close()
 
     def close(self) -> None:
-        with self._lock:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
+        """Nothing stays open between calls; here for `with` blocks and symmetry with other adapters."""
 
     # The protocol ----------------------------------------------------------------
 
@@ -236,24 +241,51 @@ class HttpAdapter:
             headers["Authorization"] = f"Bearer {self._credentials.get(route.credential).reveal()}"
         return route, headers
 
-    def _http(self) -> httpx.Client:
-        with self._lock:
-            if self._client is None:
-                import httpx
+    def _fresh(self) -> httpx.Client:
+        """A client of the call's own: its connection can be closed at the deadline without touching others."""
+        import httpx
 
-                self._client = httpx.Client(follow_redirects=False, trust_env=False, http1=True, http2=False)
-            return self._client
+        return httpx.Client(follow_redirects=False, trust_env=False, http1=True, http2=False)
 
     def _send(
         self, method: str, url: str, headers: dict[str, str], body: bytes, timeout_s: float
     ) -> tuple[int, bytes, bool]:
-        """(status, body up to the limit, whether it was over the limit); raises _NotSent or _NoAnswer."""
-        import httpx
+        """(status, body up to the limit, whether it was over the limit); raises _NotSent or _NoAnswer.
 
+        `timeout_s` bounds the whole exchange, not each read: a watchdog closes
+        the call's own connection when it passes, so a provider that drips
+        header lines or body bytes cannot hold the worker; the call is then
+        `uncertain` (the request may have been received).
+        """
         if not (math.isfinite(timeout_s) and timeout_s > 0):
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout_s!r}")
+        client = self._fresh()
+        expired = threading.Event()
+
+        def abort() -> None:
+            expired.set()
+            client.close()
+
+        watchdog = threading.Timer(timeout_s, abort)
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            return self._exchange(client, method, url, headers, body, timeout_s)
+        except Exception as exc:  # whatever a closed connection raises, once past the deadline
+            if expired.is_set():
+                raise _NoAnswer(f"no complete answer within {timeout_s:g} s") from None
+            if isinstance(exc, _NotSent | _NoAnswer):
+                raise
+            raise _NoAnswer(f"{type(exc).__name__}: {exc}") from None
+        finally:
+            watchdog.cancel()
+            client.close()
+
+    def _exchange(self, client: httpx.Client, method: str, url: str, headers: dict[str, str], body: bytes,
+                  timeout_s: float) -> tuple[int, bytes, bool]:  # fmt: skip
+        import httpx
+
         deadline = time.monotonic() + timeout_s
-        client = self._http()
         try:
             with client.stream(
                 method, url, headers=headers, content=body, timeout=httpx.Timeout(timeout_s)

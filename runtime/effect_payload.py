@@ -8,12 +8,10 @@ carries and the agreement's params in their normalized text form. No
 instance id, attempt count or time enters it, so a retry sends the same
 bytes.
 
-The idempotency key is derived from the effect's protected fields (`key
-order_id, amount`): a change in one of them is a new action, and nothing
-else (retry metadata, the event's number) is part of it. Scoped by pact
-and effect, so the same order refunded for the same amount from two
-agreements is one action at the provider, which is what protected fields
-are for. An effect without `key` gets a key per call instance.
+The idempotency key is one per call instance, over the effect's protected
+fields (`key order_id, amount`) too: every retry of a call sends the same
+key, no other call ever sends it, and a change in a protected field is a
+new key. Retry metadata (attempts, times) is never part of it.
 """
 
 from __future__ import annotations
@@ -80,12 +78,17 @@ def display_params(bundle: Bundle, params: Mapping[str, str]) -> dict[str, str]:
 
 
 def idempotency_key(pact_id: str, effect: Mapping[str, Any], shown: Mapping[str, str], instance: str) -> str:
-    """`pw-` and 40 hex digits over the protected fields (or, with none declared, the call instance)."""
-    fields = [str(f) for f in effect.get("key", [])]
-    if fields:
-        basis: dict[str, Any] = {"pact": pact_id, "effect": effect["name"], "fields": {f: shown[f] for f in fields}}
-    else:
-        basis = {"pact": pact_id, "effect": effect["name"], "instance": instance}
+    """`pw-` and 40 hex digits over the call instance and its protected fields.
+
+    One key per call: every retry of the call sends it, and no other call
+    ever does, so one acknowledged call is one write at the provider and the
+    evidence of each agreement matches what the provider did (the verifier
+    deduplicates per call instance too). The protected fields (`key order_id,
+    amount`) are part of it, so a call whose protected fields differ can
+    never be answered with another's write.
+    """
+    fields = {str(f): shown.get(str(f)) for f in effect.get("key", [])}
+    basis = {"pact": pact_id, "effect": effect["name"], "instance": instance, "fields": fields}
     return "pw-" + hashlib.sha256(canonical_bytes(basis)).hexdigest()[:40]
 
 
@@ -126,7 +129,7 @@ def planned_calls(bundle: Bundle, agreement: Agreement, transition: Mapping[str,
         body = canonical_bytes(body_doc)
         # An effect that declares no egress may be sent nowhere: the adapter refuses it (PW620) unsent.
         egress = effect["egress"][0] if effect["egress"] else {"method": "", "url": ""}
-        strategy = call.get("strategy") or effect.get("strategy") or {"kind": "retry"}
+        strategy = call.get("strategy") or effect.get("strategy") or {"kind": "once"}  # as the verifier reads it
         out.append(
             PlannedCall(
                 index=index,

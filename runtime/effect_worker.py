@@ -43,7 +43,6 @@ import hashlib
 import os
 import signal
 import socket
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -52,6 +51,7 @@ from pactwright.canonical import canonical_bytes, hash_bytes
 from pactwright.errors import PactwrightError, UsageError
 from pactwright.protocol import ON_FAILED, ON_UNCERTAIN, PHASE_NAMES
 from pactwright.runtime import _agreement as rows
+from pactwright.runtime import _loop as loop
 from pactwright.runtime.clock import Clock, SystemClock, epoch_seconds
 from pactwright.runtime.effect_adapter import EffectAdapter, EffectRequest, Lookup, Outcome
 from pactwright.runtime.effect_payload import DEFAULT_TIMEOUT_S
@@ -173,26 +173,13 @@ class EffectWorker:
 
     def drain(self, limit: int | None = None) -> list[EffectStep]:
         """Step until nothing is due (calls backing off are not due)."""
-        done: list[EffectStep] = []
-        while limit is None or len(done) < limit:
-            taken = self.step()
-            if taken is None:
-                break
-            done.append(taken)
-        return done
+        return loop.drain(self.step, limit)
 
     def run(self, should_stop: Callable[[], bool], idle_seconds: float = 1.0) -> list[EffectStep]:
-        done: list[EffectStep] = []
-        while not should_stop():
-            taken = self.step()
-            if taken is not None:
-                done.append(taken)
-                continue
-            waited = 0.0
-            while waited < idle_seconds and not should_stop():
-                time.sleep(0.05)
-                waited += 0.05
-        return done
+        """Step until `should_stop()` (checked between steps and while idle); never stops mid-step."""
+        return loop.run(self.step, should_stop, idle_seconds)
+
+    # -- the steps ------------------------------------------------------------------
 
     def _now(self) -> int:
         return epoch_seconds(self.clock)
@@ -214,7 +201,7 @@ class EffectWorker:
                 if action == "compensate":
                     row = _compensation(db, self.store, row, now)
                     action = "recover" if row.phase == "dispatched" else "dispatch"
-                if action == "dispatch" and (why := _disagreement(db, row)) is not None:
+                if action in {"dispatch", "lookup", "recover"} and (why := _disagreement(db, row)) is not None:
                     _quarantine_unsent(db, row, why, now)
                     return row, "refused", _Target((), DEFAULT_TIMEOUT_S)
                 target = _target(self.store, db, row)
@@ -407,20 +394,27 @@ EDITED: Final = "PW644"
 
 
 def _event_calls(db: Backend, agreement_id: str, seq: int) -> list[Any] | None:
-    """The calls of event `seq` as its hash-chained evidence record holds them (None: no intact record)."""
+    """The calls of event `seq` as its evidence record holds them; None unless the whole chain verifies.
+
+    The record must be in an intact chain (every record hashing to its row,
+    linked to its predecessor, numbered without gaps, and agreeing with the
+    event log, whose row must hold the same calls: `check_chain`), so
+    editing the effect row and one record, or the row and the event, is not
+    enough to get other bytes sent.
+    """
+    from pactwright.runtime._evidence_chain import check_chain
+
+    try:
+        agreement = rows.read(db, agreement_id, lock=False)
+    except PactwrightError:
+        return None
+    chain = check_chain(db, agreement)
+    if not chain.ok:
+        return None
     event_id = f"{agreement_id}/{seq}"
-    for text, digest in db.query(
-        "SELECT record, hash FROM evidence WHERE agreement_id = ? AND kind = 'event' ORDER BY seq", (agreement_id,)
-    ):
-        data = bytes(text) if isinstance(text, bytes | memoryview) else str(text).encode("utf-8")
-        try:
-            record = rows.loads(data, "evidence record")
-        except PactwrightError:
-            continue
-        if isinstance(record, dict) and record.get("event_id") == event_id:
-            calls = record.get("effects", [])
-            return list(calls) if hash_bytes(data) == str(digest) and isinstance(calls, list) else None
-    return None
+    record = next((r for r in chain.records if r.get("kind") == "event" and r.get("event_id") == event_id), None)
+    calls = None if record is None else record.get("effects", [])
+    return list(calls) if isinstance(calls, list) else None
 
 
 def _disagreement(db: Backend, row: _Row) -> str | None:
@@ -436,7 +430,7 @@ def _disagreement(db: Backend, row: _Row) -> str | None:
         return f"the call `{row.compensates}` this compensation undoes is gone"
     calls = _event_calls(db, original.agreement_id, original.event_seq)
     if calls is None:
-        return f"no intact evidence record of event `{original.agreement_id}/{original.event_seq}`"
+        return f"no evidence record of event `{original.agreement_id}/{original.event_seq}` in an intact chain"
     committed = next((c for c in calls if isinstance(c, Mapping) and c.get("instance") == original.id), None)
     if committed is None:
         return f"event `{original.agreement_id}/{original.event_seq}` committed no call `{original.id}`"
@@ -488,7 +482,7 @@ def _compensation(db: Backend, store: Store, row: _Row, now: int) -> _Row:
                effects[row.effect].get("strategy", {}).get("compensation"))  # fmt: skip
     effect = effects[name]
     body, key = _compensation_body(row, name)
-    strategy = str((effect.get("strategy") or {"kind": "retry"})["kind"])
+    strategy = str((effect.get("strategy") or {"kind": "once"})["kind"])  # as the verifier reads it
     egress = effect["egress"][0] if effect["egress"] else {"method": "", "url": ""}
     db.execute(
         "INSERT INTO effects (id, agreement_id, event_seq, call_index, effect, strategy, compensates, phase, method, "

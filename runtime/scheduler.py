@@ -35,6 +35,7 @@ from typing import Any
 from pactwright.errors import PactwrightError
 from pactwright.runtime import _agreement as rows
 from pactwright.runtime._agreement import Agreement, Bundle, bundle_of
+from pactwright.runtime._command_effects import Tally, read_by_guard, tally
 from pactwright.runtime._evaluate import View, evaluate
 from pactwright.runtime.clock import Clock, SystemClock, epoch_seconds
 from pactwright.runtime.commands import submit
@@ -133,12 +134,18 @@ def deadline_of(guard: Mapping[str, Any] | None, view: View) -> int | None:
     return max(bounds) if bounds else None
 
 
-def plan(bundle: Bundle, agreement: Agreement, now: int) -> Due | None:
-    """The first deadline transition (in transitions.json order) enabled for `agreement` at `now`, if any."""
+def plan(bundle: Bundle, agreement: Agreement, now: int, seen: Tally | None = None) -> Due | None:
+    """The first deadline transition (in transitions.json order) enabled for `agreement` at `now`, if any.
+
+    `seen` is the agreement's effect calls (`_command_effects.tally`), for a
+    guard that reads `applied(E)` or `total(E)`: evaluated as the command
+    path will evaluate it.
+    """
     if bundle.state(agreement.state)["final"]:
         return None
     clocks = clock_roles(bundle)
-    view = agreement.view(bundle, now)
+    seen = seen or Tally()
+    view = agreement.view(bundle, now, seen.applied, seen.totals, seen.outcomes)
     for spec in bundle.doc["transitions"]:
         role = next((r for r in spec["roles"] if r in clocks), None)
         if role is None or agreement.state not in spec["from"] or role not in agreement.parties:
@@ -230,7 +237,11 @@ def scan(store: Store, clock: Clock | None = None, agreements: list[str] | None 
         candidates = _candidates(store, db, agreements)
     result.scanned = len(candidates)
     for bundle, agreement in candidates:
-        due = plan(bundle, agreement, now)
+        seen = None
+        if any(read_by_guard(spec) for spec in bundle.doc["transitions"]):
+            with store.transaction(write=False) as db:
+                seen = tally(db, agreement.id)
+        due = plan(bundle, agreement, now, seen)
         if due is None:
             continue
         result.due.append(due)

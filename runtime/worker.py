@@ -38,13 +38,13 @@ from __future__ import annotations
 import os
 import signal
 import socket
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
 from pactwright.errors import LedgerError, PactwrightError, UsageError
 from pactwright.runtime import _agreement as rows
+from pactwright.runtime import _loop as loop
 from pactwright.runtime._worker_compare import Mismatch, compare, ledger_side, normalize_expected
 from pactwright.runtime.clock import Clock, SystemClock, epoch_seconds
 from pactwright.runtime.ledger_api import Ledger
@@ -143,29 +143,13 @@ class Worker:
 
     def drain(self, limit: int | None = None) -> list[Outcome]:
         """Deliver until nothing is due (entries backing off are not due); the outcomes in order."""
-        done: list[Outcome] = []
-        while limit is None or len(done) < limit:
-            outcome = self.deliver_one()
-            if outcome is None:
-                break
-            done.append(outcome)
-        return done
+        return loop.drain(self.deliver_one, limit)
 
     def run(self, should_stop: Callable[[], bool], idle_seconds: float = 1.0) -> list[Outcome]:
-        """Deliver until `should_stop()` (checked between deliveries and while idle); never stops mid-entry."""
-        done: list[Outcome] = []
-        while not should_stop():
-            outcome = self.deliver_one()
-            if outcome is not None:
-                done.append(outcome)
-                continue
-            waited = 0.0
-            while waited < idle_seconds and not should_stop():
-                time.sleep(0.05)
-                waited += 0.05
-        return done
+        """Step until `should_stop()` (checked between steps and while idle); never stops mid-step."""
+        return loop.run(self.deliver_one, should_stop, idle_seconds)
 
-    # -- the four steps -----------------------------------------------------------
+    # -- the steps ------------------------------------------------------------------
 
     def _now(self) -> int:
         return epoch_seconds(self.clock)

@@ -15,7 +15,7 @@ what the verifier predicted; nothing else does this.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
@@ -28,7 +28,7 @@ from pactwright.manifest import MANIFEST_PATH
 from pactwright.runtime import TestClock, open_agreement, submit
 from pactwright.runtime.activation import FixedClock, activate, activate_files
 from pactwright.runtime.store import Store, open_store
-from tests.signed_bundles import NOW, default_trust, sign, temporary_store
+from tests.signed_bundles import NOW, compile_verified, default_trust, sign, temporary_store
 
 ROOT = Path(__file__).resolve().parent.parent
 SUPPORT = ROOT / "policies" / "support_refund.pact"
@@ -50,7 +50,7 @@ _COMPENSATE = (
 )
 
 
-def _repeatable(text: bytes, max_calls: int) -> bytes:
+def repeatable(text: bytes, max_calls: int) -> bytes:
     """`issue` may fire twice (assessed -> assessed while `fired(issue) < 2`), then `close` ends it."""
     text = text.replace(b"transition issue: assessed -> refunded", b"transition issue: assessed -> assessed")
     text = text.replace(
@@ -75,7 +75,7 @@ def source(strategy: str) -> bytes:
     """
     text = SUPPORT.read_bytes()
     if strategy in ("repeatable", "twice", "tight"):
-        text = _repeatable(text, 1 if strategy == "twice" else 3)
+        text = repeatable(text, 1 if strategy == "twice" else 3)
         if strategy == "tight":  # `tight`: the repeatable policy with a budget of two effect calls
             text = text.replace(b"  max_tool_calls 6\n", b"  max_tool_calls 2\n")
     elif strategy == "compensate":
@@ -97,25 +97,8 @@ def source(strategy: str) -> bytes:
 @cache
 def built(strategy: str) -> tuple[tuple[tuple[str, bytes], ...], str]:
     """The compiled, verified bundle of the variant and its verdict."""
-    from pactwright.compiler.bundle import compile_candidate, with_manifest
-    from pactwright.compiler.pipeline import check_bytes
-    from pactwright.verifier.explorer import Bounds
-    from pactwright.verifier.render import report_files
-    from pactwright.verifier.verify import VerifyOptions, verify_files
-
-    result = check_bytes(source(strategy))
-    assert result.candidate is not None, result.diagnostics
-    files = compile_candidate(result.candidate, result.source_map, SUPPORT.name)
-    report = verify_files(files, VerifyOptions(Bounds(faults=1), mutants=False, proofs=False))
-    rendered = report_files(report)
-    files = {p: d for p, d in files.items() if p != MANIFEST_PATH} | rendered
-    bundle = with_manifest(
-        files,
-        result.candidate,
-        result.candidate.hash(),
-        report={"path": "report.json", "hash": hash_bytes(rendered["report.json"]), "verdict": report["verdict"]},
-    )
-    return tuple(sorted(bundle.items())), str(report["verdict"])
+    bundle, verdict = compile_verified(source(strategy), SUPPORT.name)
+    return tuple(sorted(bundle.items())), verdict
 
 
 def report(strategy: str) -> dict[str, Any]:
@@ -185,17 +168,26 @@ def _closed_port() -> str:
     return f"http://127.0.0.1:{port}"
 
 
-def approve_directly(store: Store, agreement_id: str, approval_id: str = "apr-test") -> None:
-    """An unconsumed approval for `issue` as sam submits it, by rita (the command path's one-use record)."""
-    from pactwright.runtime import payload_digest
+def register_approver(store: Store, party: str = "rita") -> None:
+    """`party` as refund_approver in the store's party registry, with its test key (once per store)."""
+    from pactwright.runtime.parties import add_party, key_for
+    from pactwright.signing import raw_public_key
+    from tests.signed_bundles import key
 
-    with store.transaction(exclusive=False) as db:
-        db.execute(
-            "INSERT INTO approvals (id, agreement_id, transition, payload_digest, approver_role, approver_party, "
-            "granted_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (approval_id, agreement_id, "issue", payload_digest("issue", "support_agent", "sam"), "refund_approver",
-             "rita", T0),
-        )  # fmt: skip
+    with store.transaction(write=False) as db:
+        known = key_for(db, party, "refund_approver")
+    if known is None:
+        add_party(store, party, "refund_approver", raw_public_key(key(party).private.public_key()), T0)
+
+
+def grant(store: Store, request: Mapping[str, Any], at: int, party: str = "rita") -> Any:
+    """Grant a parked request with `party`'s test key: the real flow, a signature over its preview digest."""
+    from pactwright.runtime import approvals
+    from pactwright.signing import sign_statement
+    from tests.signed_bundles import key
+
+    statement = approvals.decision_statement(request["id"], request["preview_digest"], "grant")
+    return approvals.grant(store, request["id"], party, sign_statement(key(party).private, statement), TestClock(at))
 
 
 def issued(store: Store, agreement_id: str = "r1", params: dict[str, str] = PARAMS) -> None:
@@ -206,8 +198,10 @@ def issued(store: Store, agreement_id: str = "r1", params: dict[str, str] = PARA
 
 
 def issue_again(store: Store, agreement_id: str, key: str, at: int) -> Any:
-    """Approve (directly) and submit `issue` once more under `key`."""
-    approve_directly(store, agreement_id, f"apr-{agreement_id}-{key}")
-    result = submit(store, agreement_id, "issue", "support_agent", "sam", key, clock=TestClock(at))
+    """Submit `issue` once more under `key` (it parks), and grant it as rita."""
+    register_approver(store)
+    parked = submit(store, agreement_id, "issue", "support_agent", "sam", key, clock=TestClock(at))
+    assert parked.status == "waiting_for_approval", parked
+    result = grant(store, parked.approval, at)
     assert result.status == "committed", result
     return result

@@ -133,17 +133,20 @@ def signatures_bytes(manifest: bytes, approval: bytes, signers: Iterable[Key], e
 
 
 @cache
-def _built(version: str, faults: int) -> tuple[tuple[str, bytes], ...]:
+def compile_verified(source: bytes, name: str, faults: int = 1) -> tuple[dict[str, bytes], str]:
+    """Compile and verify a policy in-process, as `pactwright build` does (mutants and proofs off).
+
+    Returns the bundle (report included, unsigned) and the report's verdict.
+    """
     from pactwright.compiler.bundle import compile_candidate, with_manifest
     from pactwright.compiler.pipeline import check_bytes
     from pactwright.verifier.explorer import Bounds
     from pactwright.verifier.render import report_files
     from pactwright.verifier.verify import VerifyOptions, verify_files
 
-    source = re.sub(rb'version "[^"]+"', f'version "{version}"'.encode(), POLICY.read_bytes(), count=1)
     result = check_bytes(source)
     assert result.candidate is not None, result.diagnostics
-    files = compile_candidate(result.candidate, result.source_map, POLICY.name)
+    files = compile_candidate(result.candidate, result.source_map, name)
     report = verify_files(files, VerifyOptions(Bounds(faults=faults), mutants=False, proofs=False))
     rendered = report_files(report)
     files = {p: d for p, d in files.items() if p != MANIFEST_PATH} | rendered
@@ -153,7 +156,12 @@ def _built(version: str, faults: int) -> tuple[tuple[str, bytes], ...]:
         result.candidate.hash(),
         report={"path": "report.json", "hash": hash_bytes(rendered["report.json"]), "verdict": report["verdict"]},
     )
-    return tuple(sorted(bundle.items()))
+    return bundle, str(report["verdict"])
+
+
+def _built(version: str, faults: int) -> tuple[tuple[str, bytes], ...]:
+    source = re.sub(rb'version "[^"]+"', f'version "{version}"'.encode(), POLICY.read_bytes(), count=1)
+    return tuple(sorted(compile_verified(source, POLICY.name, faults)[0].items()))
 
 
 def built(version: str = "1.0.0", faults: int = 1) -> dict[str, bytes]:

@@ -25,7 +25,7 @@ from pactwright.runtime.effect_ops import abandon, list_effects, reconcile
 from pactwright.runtime.effect_worker import EffectStep, EffectWorker
 from pactwright.runtime.provider_sim import Simulator, start_simulator
 from pactwright.runtime.store import Store, open_store
-from tests.effect_env import NOTIFY_URL, T0, approve_directly, issued, providers_file, refund_store, report
+from tests.effect_env import NOTIFY_URL, T0, issued, providers_file, refund_store, report
 from tests.signed_bundles import BACKENDS
 
 
@@ -173,7 +173,6 @@ def test_a_parked_or_abandoned_refund_blocks_what_depends_on_it(backend: str, tm
         issued(store, "r1")
         sim.queue("lost_response", "lookup_unknown")
         settle(store, _adapter(tmp_path, sim), rounds=1)
-        approve_directly(store, "r1", "apr-second")
         before = store.dump()
         with pytest.raises(CommandError) as parked:  # `issue` calls refund_payment: it depends on it
             submit(store, "r1", "issue", "support_agent", "sam", "issue-2", clock=TestClock(T0 + 3000))
@@ -203,7 +202,6 @@ def test_max_calls_refuses_before_anything_is_written(backend: str, tmp_path: Pa
     assert report("twice")["verdict"] == "fail"  # the verifier flags the second refund; the runtime refuses it
     with refund_store(backend, tmp_path, "twice", past_activation=True) as url, open_store(url) as store:
         issued(store)
-        approve_directly(store, "r1", "apr-second")
         before = store.dump()
         with pytest.raises(CommandError) as refused:
             submit(store, "r1", "issue", "support_agent", "sam", "issue-2", clock=TestClock(T0 + 40))
@@ -262,7 +260,6 @@ def test_the_budget_ceiling_and_tool_calls_refuse_before_anything_is_written(bac
     big = {"amount": "300.00", "order_id": "ORD-3003", "reason": "wrong_item"}
     with refund_store(backend, tmp_path, "repeatable") as url, open_store(url) as store:
         issued(store, "r1", big)  # 300.00 carried; a second 300.00 would carry 600.00 > the budget's 500.00
-        approve_directly(store, "r1", "apr-second")
         before = store.dump()
         with pytest.raises(CommandError) as ceiling:
             submit(store, "r1", "issue", "support_agent", "sam", "issue-2", clock=TestClock(T0 + 40))
@@ -270,7 +267,6 @@ def test_the_budget_ceiling_and_tool_calls_refuse_before_anything_is_written(bac
     (tmp_path / "tight").mkdir()
     with refund_store(backend, tmp_path / "tight", "tight") as url, open_store(url) as store:
         issued(store, "r1")  # read_order + refund_payment: the budget's two calls
-        approve_directly(store, "r1", "apr-second")
         before = store.dump()
         with pytest.raises(CommandError) as tools:
             submit(store, "r1", "issue", "support_agent", "sam", "issue-2", clock=TestClock(T0 + 40))

@@ -24,7 +24,7 @@ import pytest
 from pactwright.compiler.pipeline import check_bytes
 
 REPO = Path(__file__).resolve().parents[1]
-ROOMS = ("pactwright", "compiler", "verifier", "runtime", "templates")
+ROOMS = ("pactwright", "compiler", "verifier", "runtime", "templates", "gate")
 POLICY = "policies/marketplace_milestone.pact"
 _SKIP = shutil.ignore_patterns(
     ".git", ".venv", "venv", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", ".ruff_cache",

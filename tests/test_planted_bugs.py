@@ -101,6 +101,12 @@ CASES = [
         " settlement (`settles_once`, a negative escrow) never executes, but the copied source list is the bug",
     ),
     Planted(
+        "confirm_before_acknowledged",
+        frozenset({"confirmed_only_when_refunded"}),
+        ("refund", "confirm"),
+        "`confirm` leaves `dispatched`, which only `refund` reaches; its guard holds while the refund is prepared",
+    ),
+    Planted(
         "once_loses_instalment",
         frozenset({"no_instalment_lost"}),
         ("pay_instalment", "next_period", "fault pay_supplier (provider_error)", "pay_instalment"),
@@ -247,6 +253,14 @@ CASES = [
         ("make_good",),
         "`make_good` credits the card in the initial state; the ceiling sees only the refund",
     ),
+    Planted(
+        "partial_refund_above_price",
+        frozenset({"never_refund_above_price"}),
+        ("pay", "ship", "refund_part"),
+        "the refund is paid only after the order is paid and shipped; the smallest partial above a price is"
+        " 1.01 over a price of 1.00 (the fix bounds `partial` by `price`, new in 1.1)",
+        params={"partial": "1.01", "price": "1.00"},
+    ),
 ]
 
 
@@ -296,7 +310,7 @@ def test_every_planted_bug_has_a_fixed_twin_and_a_row() -> None:
     bugs = sorted(p.name.removesuffix(".bug.pact") for p in PLANTED.glob("*.bug.pact"))
     fixed = sorted(p.name.removesuffix(".fixed.pact") for p in PLANTED.glob("*.fixed.pact"))
     assert bugs == fixed
-    assert bugs == sorted(case.name for case in CASES)
+    assert bugs == sorted([*(case.name for case in CASES), *LIVENESS])
     assert len(bugs) >= 27  # seventeen pairs, and ten more for exact amounts, stuck funds, loops and effects
 
 
@@ -351,6 +365,43 @@ def test_the_fixed_twin_passes_with_the_space_exhausted(case: Planted) -> None:
     assert report["exploration"]["bound_hit"] is None
     assert report["counterexamples"] == []
     assert {i["verdict"] for i in report["invariants"]} == {"holds-to-bound"}
+
+
+# liveness (new in 1.1) ---------------------------------------------------------------
+
+# Planted bugs a liveness property finds: name -> (property, lasso events, state it stutters in).
+LIVENESS = {
+    "escrow_silent_buyer": ("funded_is_closed", ("fund", "time passes"), "funded"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LIVENESS))
+def test_a_liveness_bug_is_found_with_its_lasso_and_its_fix_holds(name: str) -> None:
+    prop, events, stutters_in = LIVENESS[name]
+    bug = (PLANTED / f"{name}.bug.pact").read_text("utf-8")
+    assert bug.startswith("# PLANTED BUG: ") and "A reviewer should see:" in bug and "Fix:" in bug
+    report = _report(PLANTED / f"{name}.bug.pact")
+    assert report["verdict"] == "fail" and not _violated(report)
+    entry = next(p for p in report["properties"] if p["name"] == prop)
+    assert entry["verdict"] == "violated"
+    lasso = entry["lasso"]
+    assert tuple(e["move"] for e in lasso["events"]) == events
+    assert lasso["stuttering"] and lasso["last_state"] == stutters_in
+    # Bounded before the run stops, nothing is found, and that is not a pass.
+    short = _verify(bug.encode(), name, Bounds(max_depth=1))
+    assert next(p for p in short["properties"] if p["name"] == prop)["verdict"] == "incomplete"
+    assert short["verdict"] == "incomplete" and short["complete"] is False
+    fixed = _report(PLANTED / f"{name}.fixed.pact")
+    assert fixed["verdict"] == "pass" and fixed["exploration"]["exhausted"]
+    assert {p["verdict"] for p in fixed["properties"]} == {"holds"}
+
+
+def test_the_liveness_policy_holds_its_two_properties() -> None:
+    report = _report(POLICIES / "escrow_liveness.pact")
+    assert {p["name"]: p["verdict"] for p in report["properties"]} == {
+        "funded_is_settled": "holds",
+        "refund_is_answered": "holds",
+    }
 
 
 # strategies in detail ----------------------------------------------------------------

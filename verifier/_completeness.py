@@ -26,15 +26,21 @@ ALLOWED_NOTE = "incomplete, allowed by --allow-incomplete"
 _FLAG = {"max_depth": "--max-depth", "max_states": "--max-states"}
 
 
-def is_complete(exhausted: bool, unknown_queries: int, invariants: Sequence[Json]) -> bool:
-    """Exhausted with every solver query decided, or every invariant not violated proved
-    (the kernel's one rule, which `sign` and activation recompute from the report)."""
-    return report_rules.is_complete(exhausted, unknown_queries, invariants)
+def is_complete(
+    exhausted: bool, unknown_queries: int, invariants: Sequence[Json], properties: Sequence[Json] = ()
+) -> bool:
+    """Exhausted with every solver query decided, or every invariant not violated proved, and
+    no liveness property `incomplete` (the kernel's one rule, which `sign` and activation
+    recompute from the report)."""
+    return report_rules.is_complete(exhausted, unknown_queries, invariants, properties)
 
 
-def verdict_of(invariants: Sequence[Json], complete: bool, allow_incomplete: bool) -> str:
-    """`fail` on any violation; else `pass` if complete or explicitly allowed; else `incomplete`."""
-    if any(i["verdict"] == "violated" for i in invariants):
+def verdict_of(
+    invariants: Sequence[Json], complete: bool, allow_incomplete: bool, properties: Sequence[Json] = ()
+) -> str:
+    """`fail` on any violation (of an invariant or a property); else `pass` if complete or
+    explicitly allowed; else `incomplete`."""
+    if any(i["verdict"] == "violated" for i in [*invariants, *properties]):
         return "fail"
     return "pass" if complete or allow_incomplete else "incomplete"
 

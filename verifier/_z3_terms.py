@@ -27,6 +27,7 @@ import z3
 
 from pactwright.money import Percent, format_money
 from pactwright.verifier.model import Json, Model
+from pactwright.verifier.symbolic import related_pairs
 
 # A percent has at most four decimals, so every percent is k / 10^6 exactly.
 PERCENT_DENOMINATOR = 1_000_000
@@ -163,6 +164,19 @@ class ParamSpace:
                 var = z3.Int(f"{prefix}.{name}")
                 self.values[name] = Text(var, samples)
                 self.constraints.extend([var >= 0, var < max(len(samples), 1)])
+        self.constraints.extend(self._related(model))
+
+    def _related(self, model: Model) -> list[Any]:
+        """New in 1.1: `partial <= price` for each money bound written as another param's name."""
+        out: list[Any] = []
+        for param in model.params:
+            for small, big in related_pairs(param):
+                low, high = self.values[small], self.values[big]
+                assert isinstance(low, Num)
+                assert isinstance(high, Num)
+                assert low.den == high.den == 1
+                out.append(low.term <= high.term)
+        return out
 
     def describe(self) -> str:
         """`price 1.00 .. 10000.00` for the reader of a proof."""

@@ -13,6 +13,7 @@ from typing import Any
 
 from pactwright.errors import VerifyError
 from pactwright.money import format_duration, format_money
+from pactwright.verifier._replay_outcomes import SitePhases
 from pactwright.verifier.explorer import ExplorationResult, Explorer, Move, State
 from pactwright.verifier.model import Json
 from pactwright.verifier.protocol import PHASE_NAMES, Phase
@@ -329,6 +330,7 @@ def replay(
     """Replay `moves` independently; returns per-step facts, or raises PW390."""
     _, blocks = explorer.split(start)
     replayer = Replayer(table, programs)
+    replayer.site_phases = SitePhases(explorer.model.sites, explorer.sites_of)
     agreements = [
         ReplayAgreement(
             agreement=f"a{i + 1}", state=explorer.model.states[block[0]], params=_params_of(explorer, block)
@@ -369,6 +371,7 @@ def replay(
                 expr = sites[s].amount
                 carried[(move.agreement, s)] = 0 if expr is None else replayer.evaluate(expr, agr, contributions, extra)
             postings = replayer.command(agr, move.name, contributions, extra)
+            replayer.site_phases.committed(agr.agreement, explorer.model.transition_index[move.name])
             transition = replayer.transitions[move.name]
             if transition["approval"]:
                 approved[agr.agreement].add(move.name)
@@ -396,6 +399,10 @@ def replay(
             # A compensation carries the amount of the call it undoes.
             amount = carried.get((move.agreement, move.site), 0)
             effect_total[agr.agreement][name] = effect_total[agr.agreement].get(name, 0) + amount
+        if agr is not None and move.kind in ("dispatch", "fault", "runtime", "reconcile", "abandon", "compensate",
+                                             "cancel"):  # fmt: skip
+            happened_now = happened.get((move.agreement, move.site), False) if move.site is not None else False
+            replayer.site_phases.moved(agr.agreement, move.kind, move.site, move.fault, happened_now)
         steps.append({"postings": postings, "now": replayer.now})
     # The violation must reproduce on the replayed state.
     for invariant in invariants:
@@ -444,6 +451,7 @@ def _extra(
         "effect_applied": effect_applied[agr.agreement],
         "effect_total": effect_total[agr.agreement],
         "approved": approved[agr.agreement],
+        "outcomes": replayer.site_phases.outcomes(agr.agreement),
     }
 
 

@@ -22,12 +22,13 @@ from itertools import product
 from typing import Any
 
 from pactwright import movement
+from pactwright.errors import VerifyError
 from pactwright.expr_text import render_expr
 from pactwright.money import Percent, format_money
 from pactwright.verifier.expressions import ExpressionCompiler, View
 from pactwright.verifier.model import Json, Model
 from pactwright.verifier.protocol import FAULTS, ON_FAILED, ON_UNCERTAIN, TERMINAL, Phase
-from pactwright.verifier.symbolic import PERCENT_UNITS, Formula, Lin, Space, is_sym
+from pactwright.verifier.symbolic import PERCENT_UNITS, Formula, Lin, Space, is_sym, related_pairs
 from pactwright.verifier.zones import Dim, Zone, Zones
 
 State = tuple[Any, ...]  # ints, and linear forms where amounts depend on ranged params
@@ -230,6 +231,10 @@ class Explorer:
         self.approver = {t: model.transitions[t]["approval"]["role"] for t in model.approval_transitions}
         self.compensation_of = {s.index: s.compensation for s in model.sites if s.compensation}
         self.once_sites = [s.index for s in model.sites if _applied_once(model, s)]
+        # Transitions the scheduler fires when their guard holds: those a clock role may invoke.
+        self.scheduled = frozenset(
+            t["id"] for t in model.transitions if any(model.roles.get(r, {}).get("clock") for r in t["roles"])
+        )
         self.reentry_warned = False
         self.warnings: list[str] = []
         # Off while a counterexample is re-simulated, so agreement numbers stay put.
@@ -257,7 +262,21 @@ class Explorer:
                 symbolic.append(name)
             else:
                 lists.append(tuple(dict.fromkeys(samples)))
+        if pinned is None:
+            self._relate_params(lists)
         return list(product(*lists)), tuple(symbolic)
+
+    def _relate_params(self, lists: list[tuple[Any, ...]]) -> None:
+        """New in 1.1: a money bound written as another param's name (`partial <= price`) joins the
+        symbols' ranges in every solver query (symbolic.Space.relate); PW309 when nothing satisfies them."""
+        params = zip(self.model.params, lists, strict=True)
+        values = {p["name"]: options[0] for p, options in params if len(options) == 1}
+        pairs = [pair for param in self.model.params for pair in related_pairs(param)]
+        for small, big in pairs:
+            self.space.relate(values[small], values[big])
+        if pairs and self.space.satisfiable(0, True)[0] is False:
+            shown = ", ".join(f"{small} <= {big}" for small, big in pairs)
+            raise VerifyError(f"the params' related bounds ({shown}) admit no values", code="PW309")
 
     def _actor(self, transition: Json) -> str:
         roles: list[str] = transition["roles"]
@@ -347,6 +366,7 @@ class Explorer:
             comp=block[lay.compensated : lay.compensated + lay.sites],
             stot=block[lay.totals : lay.totals + lay.sites],
             ctot=block[lay.compensated_totals : lay.compensated_totals + lay.sites],
+            phase=block[lay.phase : lay.phase + lay.sites],
             reached=block[lay.reached],
             approved=tuple(block[lay.tokens + i] >> 1 for i in range(lay.approvals)),
             final=self.final[block[0]],
@@ -399,6 +419,28 @@ class Explorer:
         out.extend(self._effects(block))
         out.extend(self._clock(block))
         return out
+
+    def fair_action(self, move: Move) -> str | None:
+        """The fair action a move belongs to, or None for a move nobody is obliged to take.
+
+        The fairness of liveness properties (docs/verifier.md): time passes, the
+        scheduler fires a transition a clock role may invoke, the worker attempts a
+        prepared call (delivered or faulted), runs a compensation, and the runtime
+        applies its strategy or cancels a call; humans (commands, approvals, an
+        operator's reconcile or abandon) are not assumed to act.
+        """
+        kind = move.kind
+        if kind == "clock":
+            return "clock"
+        if kind in ("dispatch", "fault"):
+            return f"worker:{move.site}"
+        if kind == "compensate":
+            return f"compensate:{move.site}"
+        if kind in ("runtime", "cancel"):
+            return f"runtime:{move.site}"
+        if kind == "command" and move.name in self.scheduled:
+            return f"scheduler:{move.name}"
+        return None
 
     def _clock(self, block: State) -> Iterator[tuple[Move, State, int, str | None]]:
         """Time passes for this agreement: any delay at once (its zone loses its upper bounds).
@@ -1085,9 +1127,13 @@ class Explorer:
         # budget left, and with some left (a fault costs one).
         counted: dict[int, tuple[int, int]] = {}
 
+        # Liveness properties need each move's fairness (see `fair_action`), aligned with `local`.
+        fair: dict[int, list[str | None]] | None = {} if self.model.properties else None
+
         def moves_of(bid: int) -> list[tuple[int, int, Any, str | None, Any]]:
             cached = local[bid]
             if cached is None:
+                raw = self.local_moves(blocks[bid])
                 cached = [
                     (
                         intern(new) if new is not None else -1,
@@ -1096,9 +1142,11 @@ class Explorer:
                         move.name if move.kind == "command" else None,
                         move.cell,
                     )
-                    for move, new, cost, edge in self.local_moves(blocks[bid])
+                    for move, new, cost, edge in raw
                 ]
                 local[bid] = cached
+                if fair is not None:
+                    fair[bid] = [self.fair_action(move) for move, _, _, _ in raw]
                 counted[bid] = (
                     sum(1 for m in cached if m[0] >= 0 and m[1] == 0),
                     sum(1 for m in cached if m[0] >= 0),
@@ -1220,6 +1268,8 @@ class Explorer:
             self._find_stuck(blocks, local, first_state, depths, found)
         self._blocks = blocks
         self._block_id = block_id
+        # The explored graph, kept for the liveness check only when the policy declares properties.
+        self._graph = (local, fair, index, max_depth_bound) if fair is not None else None
         return ExplorationResult(
             states=states,
             parents=parents,
@@ -1248,6 +1298,10 @@ class Explorer:
                 high = format_money(int(param["max"]), self.model.scale)
             else:
                 low, high = f"{param['min']}%", f"{param['max']}%"
+            if param.get("min_param"):  # new in 1.1: the relation is part of what was covered
+                low = f"{low} (at least {param['min_param']})"
+            if param.get("max_param"):
+                high = f"{high} (at most {param['max_param']})"
             out.append((param["name"], low, high))
         return out
 

@@ -18,6 +18,7 @@ from fractions import Fraction
 from typing import Any
 
 from pactwright.errors import VerifyError
+from pactwright.protocol import OUTCOME_PHASES
 from pactwright.verifier.model import Json, Model
 from pactwright.verifier.symbolic import Space, add, scale
 
@@ -25,7 +26,9 @@ from pactwright.verifier.symbolic import Space, add, scale
 class View:
     """One agreement as expressions see it; built per state by the explorer."""
 
-    __slots__ = ("approved", "bal", "comp", "ctot", "ctrl", "final", "fired", "p", "reached", "sapp", "stamps", "stot")
+    __slots__ = (
+        "approved", "bal", "comp", "ctot", "ctrl", "final", "fired", "p", "phase", "reached", "sapp", "stamps", "stot",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -41,6 +44,7 @@ class View:
         comp: tuple[int, ...] = (),
         stot: tuple[int, ...] = (),
         ctot: tuple[int, ...] = (),
+        phase: tuple[int, ...] = (),
     ) -> None:
         self.ctrl = ctrl
         self.p = p
@@ -51,6 +55,7 @@ class View:
         self.comp = comp  # per call site: how often its compensation effect was applied
         self.stot = stot  # per call site: the sum of the amounts its applications carried
         self.ctot = ctot  # per call site: the sum of the amounts its compensations carried
+        self.phase = phase  # per call site: the `Phase` of its latest call (effect outcomes read it)
         self.reached = reached
         self.approved = approved
         self.final = final
@@ -261,6 +266,14 @@ class ExpressionCompiler:
         if index not in self.model.approval_transitions:
             return "False"
         return f"bool(v.approved[{self.model.approval_transitions.index(index)}])"
+
+    def _outcome(self, expr: Json) -> str:
+        """Whether the latest call at some `call E` stands in the outcome's phase (new in 1.1)."""
+        phase = int(OUTCOME_PHASES[expr["op"]])
+        terms = [f"v.phase[{index}] == {phase}" for index in self.sites_of.get(expr["name"], [])]
+        return "(" + " or ".join(terms) + ")" if terms else "False"
+
+    _op_acknowledged = _op_reconciled = _op_abandoned = _outcome
 
     def function(self, expr: Json | None) -> Callable[[View], Any]:
         """A compiled function of one view; `None` compiles to always-true."""

@@ -72,6 +72,8 @@ class Model:
     # The time dimensions each guard (by transition index) and invariant (by name) reads.
     guard_dims: list[tuple[Dim, ...]] = field(default_factory=list)
     invariant_dims: dict[str, tuple[Dim, ...]] = field(default_factory=dict)
+    # Liveness properties (new in 1.1), as `model.json` holds them; empty when none.
+    properties: list[Json] = field(default_factory=list)
 
     @property
     def state_final(self) -> list[bool]:
@@ -303,6 +305,7 @@ def load_model(doc: Json) -> Model:
         sites=sites,
         effects=effects,
         invariants=doc["invariants"],
+        properties=list(doc.get("properties") or []),
         roles={r["name"]: r for r in doc["roles"]},
         bounds=doc["bounds"],
         approval_transitions=[i for i, t in enumerate(transitions) if t["approval"]],

@@ -71,6 +71,7 @@ def render_summary(report: Json, scale: int, report_path: str | None = None) -> 
             lines.append(f"amount: {invariant['name']} fails at {witness['param']} = {witness['text']} (z3, confirmed)")
         elif isinstance(amounts, str) and amounts.startswith("proved"):
             lines.append(f"amount: {invariant['name']} {amounts}")
+    lines.extend(_properties(report))
     counts = tally(report["invariants"])
     lines.append(
         f"proved: {counts['proved']}   held to bound: {counts['holds-to-bound']}   "
@@ -100,3 +101,39 @@ def render_summary(report: Json, scale: int, report_path: str | None = None) -> 
     verdict += f" ({note})" if note else ""
     lines.append(f"verdict: {verdict}" + (f"   report: {report_path}" if report_path else ""))
     return "\n".join(lines) + "\n"
+
+
+def _properties(report: Json) -> list[str]:
+    """Liveness properties (new in 1.1): verdict, and a violation's lasso as TLC prints one."""
+    lines: list[str] = []
+    for prop in report.get("properties", []):
+        clause = f" (clause {prop['clause']})" if prop.get("clause") else ""
+        lines.append(f"{prop['verdict'].upper()} property {prop['name']}{clause}: {prop['statement']}")
+        lasso = prop.get("lasso")
+        if prop["verdict"] != "violated" or not lasso:
+            if prop["verdict"] == "incomplete":
+                lines.append(f"  {prop['method']}")
+            continue
+        lines.append("  a fair run where the premise holds and the goal never does afterwards:")
+        lines.append("   0. initial state")
+        for number, event in enumerate(lasso["events"], start=1):
+            lines.append(
+                f"  {number:>2}. {event['actor']:<10} {event['move']:<22} {event['from']} -> {event['to']}".rstrip()
+            )
+            if number == lasso["premise_at"]:
+                lines.append("     ^ the premise holds")
+        if lasso["premise_at"] == 0:
+            lines.append("     ^ the premise holds in the initial state")
+        if lasso["stuttering"]:
+            waiting = ", ".join(lasso["waiting_for"]) or "nothing"
+            lines.append(
+                f"  {len(lasso['events']) + 1:>2}. stuttering in `{lasso['last_state']}`: no fair move is enabled; "
+                f"only people could still act ({waiting})"
+            )
+        else:
+            lines.append(f"      back to state {lasso['back_to']}")
+        if lasso.get("params"):
+            lines.append("  with " + ", ".join(f"{k} = {v}" for k, v in sorted(lasso["params"].items())))
+    if lines:
+        lines.append("")
+    return lines

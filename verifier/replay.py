@@ -17,6 +17,7 @@ from typing import Any
 from pactwright.errors import VerifyError
 from pactwright.money import Percent
 from pactwright.runtime.numscript import parse_program, run_program
+from pactwright.verifier._replay_outcomes import SitePhases
 
 Json = dict[str, Any]
 
@@ -63,6 +64,8 @@ def _value(expr: Json, agr: ReplayAgreement, now: int, balances: dict[str, int],
         return expr["name"] in agr.reached
     if op == "approved":
         return expr["name"] in extra["approved"]
+    if op in ("acknowledged", "reconciled", "abandoned"):
+        return expr["name"] in extra.get("outcomes", {}).get(op, ())
     values = [_value(a, agr, now, balances, extra) for a in args]
     if op == "not":
         return not values[0]
@@ -116,6 +119,8 @@ class Replayer:
         # Ledger balances by concrete address, and by policy account name per agreement.
         self.ledger: dict[str, int] = {}
         self.now = 0
+        # Each call site's latest phase, for effect outcomes; the counterexample replay fills it.
+        self.site_phases = SitePhases([], [])
 
     def address(self, account: str, agr: ReplayAgreement) -> str:
         address: str = self.accounts[account]["address"]

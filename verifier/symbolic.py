@@ -38,6 +38,16 @@ PERCENT_UNITS = 1_000_000  # a percent symbol holds k for the share k / 10**6 of
 RLIMIT = 4_000_000  # z3's deterministic work budget per query
 
 
+def related_pairs(param: dict[str, Any]) -> list[tuple[str, str]]:
+    """A model param's bounds named by other params (new in 1.1) as (smaller, larger) names."""
+    out = []
+    if param.get("min_param"):
+        out.append((str(param["min_param"]), str(param["name"])))
+    if param.get("max_param"):
+        out.append((str(param["name"]), str(param["max_param"])))
+    return out
+
+
 class Lin:
     """An exact linear form `sum(coef * symbol) + const` over integer symbols."""
 
@@ -156,6 +166,8 @@ class Space:
         self._sat_cache: dict[tuple[int, Formula], tuple[bool | None, dict[str, int] | None]] = {}
         self.unknown = 0  # solver answers of `unknown`
         self.queries = 0
+        # Constraints between params (new in 1.1: `partial <= price`), part of every query.
+        self.relations: list[Formula] = []
 
     # -- symbols -------------------------------------------------------------------
 
@@ -172,6 +184,18 @@ class Space:
         if kind == "percent":
             return Lin(((index, Fraction(1, PERCENT_UNITS)),), 0)
         return Lin(((index, 1),), 0)
+
+    def relate(self, small: Value, big: Value) -> None:
+        """Every value explored has `small <= big`: a related bound, part of every solver query.
+
+        The interval shortcuts read each symbol's own range and so stay sound
+        (what holds on the whole box holds where the relation does); what they
+        leave open goes to z3, which sees the relation. Call before any query.
+        """
+        formula = self.compare("<=", small, big)
+        if formula is not True and formula not in self.relations:
+            assert not self._sat_cache, "relations are stated before the first query"
+            self.relations.append(formula)
 
     def params(self) -> list[tuple[int, Symbol]]:
         return [(i, s) for i, s in enumerate(self.symbols) if s.kind == "param"]
@@ -465,7 +489,7 @@ class Space:
 
         self.queries += 1
         encoder = _Encoder(self)
-        constraints = [encoder.formula(f) for f in formulas if f is not True]
+        constraints = [encoder.formula(f) for f in [*self.relations, *formulas] if f is not True]
         for index, _ in self.params():
             encoder.var(index)  # every param within its declared range, mentioned or not
         constraints.extend(encoder.definitions())
@@ -493,7 +517,9 @@ class Space:
         The smallest such values, param by param in the model's order (each one searched by
         bisection with the ones before it fixed), so the witness is the plainest one
         (`price = 1.00` where that violates) and the same on every run, whatever the
-        solver's internal choices: a report must not depend on them.
+        solver's internal choices: a report must not depend on them. Every query carries the
+        params' relations (`relate`), so a witness respects them: with `partial <= price`, each
+        param is the smallest that the relation and the values fixed before it still allow.
         """
         sat, values = self.satisfiable(pc, formula)
         if sat is not True or values is None:

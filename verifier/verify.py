@@ -167,6 +167,11 @@ def verify_files(files: Mapping[str, bytes], options: VerifyOptions) -> Json:
     programs = {p: d.decode("utf-8") for p, d in files.items() if p.startswith("ledger/")}
     explorer, result = explore(model, options.bounds, options.progress)
     found, index_of = counterexamples(explorer, result, table, programs)
+    properties: list[Json] = []
+    if model.properties:
+        from pactwright.verifier import liveness
+
+        properties = liveness.check(explorer, result)
     invariants: list[Json] = []
     for spec in model.invariants:
         invariants.append(_verdict(spec["name"], spec["clause"], False, result, index_of))
@@ -188,8 +193,8 @@ def verify_files(files: Mapping[str, bytes], options: VerifyOptions) -> Json:
     from pactwright.verifier import _completeness
 
     unknown_queries: int = getattr(result, "unknown_queries", 0)
-    complete = _completeness.is_complete(result.exhausted, unknown_queries, invariants)
-    verdict = _completeness.verdict_of(invariants, complete, options.allow_incomplete)
+    complete = _completeness.is_complete(result.exhausted, unknown_queries, invariants, properties)
+    verdict = _completeness.verdict_of(invariants, complete, options.allow_incomplete, properties)
     warnings = list(result.warnings) + _completeness.bound_warnings(
         model, result, options.bounds, unknown_queries, complete, options.allow_incomplete, verdict == "fail"
     )
@@ -220,6 +225,7 @@ def verify_files(files: Mapping[str, bytes], options: VerifyOptions) -> Json:
         "complete": complete,
         "allow_incomplete": options.allow_incomplete,
         "invariants": invariants,
+        **({"properties": properties} if properties else {}),
         "counterexamples": found,
         "amounts": amounts,
         "mutants": mutants,

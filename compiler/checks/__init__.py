@@ -2,7 +2,19 @@
 
 from __future__ import annotations
 
-from pactwright.compiler.checks import accounts, effects, guards, names, payloads, states, transfers, values
+from pactwright.compiler.checks import (
+    accounts,
+    effects,
+    guards,
+    names,
+    outcomes,
+    payloads,
+    related,
+    states,
+    transfers,
+    values,
+)
+from pactwright.compiler.checks import properties as liveness
 from pactwright.compiler.checks._registry import REGISTRY, Check, CheckContext, check
 from pactwright.compiler.checks.guards import type_all
 from pactwright.compiler.expressions import ExpressionTyper
@@ -11,7 +23,8 @@ from pactwright.diagnostics import Diagnostic
 
 __all__ = ["REGISTRY", "Check", "CheckContext", "check", "run_checks"]
 
-_TOPICS = (names, states, values, accounts, transfers, effects, payloads, guards)  # registration order
+# registration order
+_TOPICS = (names, states, values, related, accounts, transfers, effects, payloads, guards, outcomes, liveness)
 
 
 def run_checks(sym: Symbols) -> tuple[CheckContext, list[Diagnostic]]:

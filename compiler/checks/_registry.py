@@ -29,6 +29,8 @@ class CheckContext:
     # Declared effect amounts: by effect name, and by (transition, call index).
     effect_amounts: dict[str, Expr | None] = field(default_factory=dict)
     call_amounts: dict[tuple[str, int], Expr | None] = field(default_factory=dict)
+    # Liveness properties (checks/properties.py): name -> (typed premise, typed goal).
+    properties: dict[str, tuple[Expr | None, Expr | None]] = field(default_factory=dict)
 
     def error(self, code: str, message: str, span: Span, hint: str, label: str | None = None) -> Diagnostic:
         return Diagnostic(code=code, severity=Severity.ERROR, message=message, span=span, hint=hint, label=label)

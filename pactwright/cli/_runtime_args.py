@@ -43,7 +43,22 @@ def clock(args: argparse.Namespace) -> Clock:
     return FileClock(args.clock_file) if args.clock_file else SystemClock()
 
 
-def existing_store(url: str, agreement_id: str) -> Store:
+def upgraded(store: Store) -> Store:
+    """An existing store migrated forward for a command that writes (PW701 for a newer one, as on open).
+
+    A store that holds agreements, made by an earlier release, gains the
+    tables later ones added (versioned migrations, one transaction) before a
+    command writes to them; a store without agreements has nothing for such
+    a command and is left as it is, and commands that only read never migrate.
+    """
+    from pactwright.runtime.store._migrations import LATEST, RUNTIME_TABLES
+
+    if RUNTIME_TABLES <= store.schema_version() < LATEST:
+        store.migrate()
+    return store
+
+
+def existing_store(url: str, agreement_id: str, *, write: bool = False) -> Store:
     """An existing store with the agreement tables, opened without creating or migrating anything.
 
     A missing SQLite file is PW700 and a newer schema PW701 (both from the
@@ -56,4 +71,4 @@ def existing_store(url: str, agreement_id: str) -> Store:
     if store.schema_version() < RUNTIME_TABLES:
         store.close()
         raise CommandError(f"there is no agreement `{agreement_id}` in the store", code="PW501")
-    return store
+    return upgraded(store) if write else store

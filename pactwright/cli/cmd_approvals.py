@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from pactwright.cli._runtime_args import add_clock, add_store, clock
+from pactwright.cli._runtime_args import add_clock, add_store, clock, upgraded
 
 if TYPE_CHECKING:
     from pactwright.runtime.approvals import ApprovalRequest
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.action in ("grant", "reject"):
         proof = _proof(args, args.action)
-        with open_store(args.store, migrate_schema=False) as store:
+        with upgraded(open_store(args.store, migrate_schema=False)) as store:
             if args.action == "grant":
                 result = approvals.grant(store, args.id, args.party, proof, clock(args))
                 decided = approvals.get_request(store, args.id)

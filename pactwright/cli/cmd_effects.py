@@ -15,7 +15,7 @@ import argparse
 import json
 import sys
 
-from pactwright.cli._runtime_args import add_clock, add_store, clock
+from pactwright.cli._runtime_args import add_clock, add_store, clock, upgraded
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -43,7 +43,8 @@ def run(args: argparse.Namespace) -> int:
     from pactwright.runtime.effect_ops import abandon, list_effects, reconcile
     from pactwright.runtime.store import open_store
 
-    with open_store(args.store, migrate_schema=False) as store:
+    with open_store(args.store, migrate_schema=False) as opened:
+        store = opened if args.action == "list" else upgraded(opened)
         if args.action == "list":
             records = list_effects(store, parked=args.parked, agreement_id=args.agreement)
             if args.format == "json":

@@ -16,7 +16,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING
 
-from pactwright.cli._runtime_args import add_clock, add_store, clock
+from pactwright.cli._runtime_args import add_clock, add_store, clock, upgraded
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.interval > 0:
         raise UsageError("`--interval` must be a positive number of seconds")
     now = clock(args)
-    with open_store(args.store, migrate_schema=False) as store:
+    with upgraded(open_store(args.store, migrate_schema=False)) as store:
         if args.once:
             result = scheduler.scan(store, now)
             _printer(args.format, quiet_when_idle=False)(result)

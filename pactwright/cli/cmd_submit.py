@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"`--as {args.actor}` must be `--as ROLE:PARTY`")
     params, now = pairs(args.param, "--param"), clock(args)
     requests: list[dict[str, Any]] = []
-    with existing_store(args.store, args.agreement) as store:
+    with existing_store(args.store, args.agreement, write=True) as store:
         if args.dry_run:
             command = Command(args.transition, role, party, args.key, params, args.expect_version)
             result, requests = dry_run(store, args.agreement, command, now)

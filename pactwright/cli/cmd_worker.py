@@ -20,7 +20,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from pactwright.cli._runtime_args import add_clock, add_store, clock
+from pactwright.cli._runtime_args import add_clock, add_store, clock, upgraded
 
 if TYPE_CHECKING:
     from pactwright.runtime.effect_worker import EffectStep, EffectWorker
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         stopping.append(signum)
 
     with ExitStack() as stack:
-        store = stack.enter_context(open_store(args.store, migrate_schema=False))
+        store = stack.enter_context(upgraded(open_store(args.store, migrate_schema=False)))
         ledger = stack.enter_context(open_ledger(args.ledger, args.store))
         worker = Worker(store, ledger, clock(args), lease_seconds=args.lease_seconds)
         effects = None

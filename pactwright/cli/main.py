@@ -44,6 +44,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "scheduler": ("cmd_scheduler", "submit due deadline transitions as the pact's clock role, once per deadline"),
     "effects": ("cmd_effects", "list effect calls; reconcile or abandon the ones parked with an unknown outcome"),
     "evidence": ("cmd_evidence", "print an agreement's evidence (claim, support, limits) or verify its hash chain"),
+    "gate": ("cmd_gate", "run scenario files against a real runtime and simulator; exit 1 on unsafe evidence"),
     "provider-sim": ("cmd_provider_sim", "run the provider simulator: a payment provider on loopback with faults"),
 }
 

@@ -220,6 +220,38 @@ def _load(
         sql, params = _file_rows_sql(manifest_hash, only)
         answers = db.query_many([(_ACTIVATION_SQL, (activation_id,)), (sql, params), *also])
         found, file_rows, extra = _activation_row(answers[0], activation_id), answers[1], answers[2:]
+    # Only a load whose every input is in hand is remembered (not one that must read another manifest's rows).
+    cacheable = file_rows is not None and found is not None and str(found[0]["manifest_hash"]) == manifest_hash
+    key: tuple[Any, ...] = ()
+    if cacheable and file_rows is not None:
+        key = (activation_id, active, None if only is None else tuple(only), manifest_hash,
+               tuple(map(tuple, answers[0])), tuple(map(tuple, file_rows)))  # fmt: skip
+        known = _VERIFIED.get(key)
+        if known is not None:
+            return known, extra
+    stored = _verify(db, activation_id, active, only, manifest_hash, found, file_rows)
+    if cacheable:
+        if len(_VERIFIED) >= 64:
+            _VERIFIED.clear()
+        _VERIFIED[key] = stored
+    return stored, extra
+
+
+# The verified bundle of exactly these stored rows (every byte of the activation row and of the file
+# rows read, compared for equality by the dict): a function of those bytes alone, so the same bytes
+# are verified once per process and any changed byte is a new key, verified in full.
+_VERIFIED: dict[tuple[Any, ...], StoredBundle] = {}
+
+
+def _verify(
+    db: Backend,
+    activation_id: int,
+    active: tuple[str, str, str] | None,
+    only: Sequence[str] | None,
+    manifest_hash: str | None,
+    found: tuple[dict[str, Any], bytes, bytes, tuple[Any, Any] | None] | None,
+    file_rows: list[tuple[Any, ...]] | None,
+) -> StoredBundle:
     if active is not None:
         pact_id, version, manifest_hash = active
         integrity.check_active_row(pact_id, (version, manifest_hash, activation_id), found and found[0])
@@ -237,7 +269,7 @@ def _load(
     _, files = integrity.check_bundle_rows(manifest_hash, *pact, _file_rows(file_rows, manifest_hash, only))
     integrity.check_activation_row(activation, approval, signatures, manifest_hash, pact)
     activation["forced"] = bool(activation["forced"])
-    stored = StoredBundle(
+    return StoredBundle(
         pact_id=pact[0],
         pact_version=pact[1],
         manifest_hash=manifest_hash,
@@ -245,7 +277,6 @@ def _load(
         activation=ActivationRecord(**activation),
         complete=only is None,
     )
-    return stored, extra
 
 
 def _load_active(db: Backend, pact_id: str) -> StoredBundle | None:
