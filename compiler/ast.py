@@ -218,10 +218,36 @@ class StampField(Node):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Portion(Node):
-    """A split portion; `share` is None for `remaining`."""
+    """A split portion; `share` is None for `remaining`.
+
+    New in 1.1: a portion's part may go on to a nested split, `block`, in
+    place of an account; `target` is then None.
+    """
 
     share: NumberLit | Ident | None
-    target: Ident
+    target: Ident | None
+    block: tuple[Portion, ...] | None = None
+
+
+def all_portions(portions: tuple[Portion, ...]) -> list[Portion]:
+    """Every portion of a split, each nested split's after the portion that holds it."""
+    out: list[Portion] = []
+    for portion in portions:
+        out.append(portion)
+        if portion.block is not None:
+            out.extend(all_portions(portion.block))
+    return out
+
+
+def leaf_portions(portions: tuple[Portion, ...]) -> list[Portion]:
+    """The portions that name an account, nested splits' included, in written order."""
+    out: list[Portion] = []
+    for portion in portions:
+        if portion.block is not None:
+            out.extend(leaf_portions(portion.block))
+        else:
+            out.append(portion)
+    return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -247,6 +273,11 @@ class ApprovalField(Node):
     kind: Literal["approval"] = "approval"
     role: Ident
     not_requester: bool
+    # Four eyes (new in 1.1): the further roles of `approval by A, B distinct`, or the N of
+    # `approvals N by R distinct`, and whether `distinct` was written.
+    also: tuple[Ident, ...] = ()
+    count: NumberExpr | None = None
+    distinct: bool = False
 
 
 TransitionField = ByField | WhenField | StampField | TransferField | CallField | ApprovalField
@@ -281,6 +312,20 @@ class PropertyDecl(Node):
     goal: Expr | None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LimitDecl(Node):
+    """`limit NAME: total(EFFECT) <= MONEY per DURATION [per ROLE]` (new in 1.1)."""
+
+    kind: Literal["limit"] = "limit"
+    name: Ident
+    effect: Ident
+    op: str
+    op_span: Span
+    amount: NumberLit
+    window: NumberLit
+    per_role: Ident | None = None
+
+
 Decl = (
     CurrencyDecl
     | DefaultDecl
@@ -294,6 +339,7 @@ Decl = (
     | TransitionDecl
     | InvariantDecl
     | PropertyDecl
+    | LimitDecl
 )
 
 

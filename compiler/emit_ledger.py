@@ -55,6 +55,21 @@ def _portion_ref(portion: Json, asset: str) -> str:
     return f"max [{asset} {portion['max_minor']}]"
 
 
+def _destinations(portions: list[Json], asset: str, accounts: dict[str, Json], variables: dict[str, str]) -> list[Json]:
+    """Each portion's share and where it goes: an account, or (new in 1.1) a nested block,
+    written out here as Numscript's nested destination `{ ... }` indented under its portion."""
+    out: list[Json] = []
+    for portion in portions:
+        if "split" in portion:
+            inner = _destinations(portion["split"]["portions"], asset, accounts, variables)
+            lines = "".join(f"      {p['share']} to {p['to']}\n" for p in inner)
+            to = "{\n" + lines + "    }"
+        else:
+            to = _account_ref(portion["to"], accounts, variables, source=False)
+        out.append({"share": _portion_ref(portion, asset), "to": to})
+    return out
+
+
 def render_program(table: Json, transition: Json) -> str:
     """The Numscript source of one transition's postings."""
     asset = table["currency"]["asset"]
@@ -72,10 +87,7 @@ def render_program(table: Json, transition: Json) -> str:
                 "single": (
                     _account_ref(rule["to"], accounts, variables, source=False) if rule["kind"] == "single" else None
                 ),
-                "portions": [
-                    {"share": _portion_ref(p, asset), "to": _account_ref(p["to"], accounts, variables, source=False)}
-                    for p in rule.get("portions", [])
-                ],
+                "portions": _destinations(rule.get("portions", []), asset, accounts, variables),
             }
         )
     text = (

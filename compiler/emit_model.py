@@ -236,34 +236,43 @@ def _model(table: Json) -> Json:
         unique.setdefault(canonical_bytes(deadline).decode(), deadline)
     effects: list[dict[str, Any]] = table["effects"]
     text_samples = _text_samples(table)
-    return {
-        "format": MODEL_FORMAT,
-        "pact": table["pact"],
-        "candidate_hash": table["candidate_hash"],
-        "currency": table["currency"],
-        "bounds": DEFAULT_BOUNDS,
-        "roles": table["roles"],
-        "params": [_param(p, text_samples) for p in table["params"]],
-        "accounts": [
-            {
-                "name": a["name"],
-                "external": a["external"],
-                "scope": "agreement" if "agreement" in a["placeholders"] else "shared",
-            }
-            for a in table["accounts"]
-        ],
-        "states": table["states"],
-        "transitions": [
-            {key: t[key] for key in ("id", "clause", "from", "to", "roles", "guard", "stamps", "approval")}
-            | {
-                "postings": [{k: p[k] for k in ("index", "amount", "source", "rule")} for p in t["postings"]],
-                "effects": t["effects"],
-                "ledger_program": t["ledger"]["program"] if t["ledger"] else None,
-            }
-            for t in table["transitions"]
-        ],
-        "effects": effects,
-        "deadlines": [unique[k] for k in sorted(unique)],
-        "invariants": table["invariants"],
-        "builtin_invariants": list(BUILTIN_INVARIANTS),
-    } | ({"properties": table["properties"]} if table.get("properties") else {})
+    return (
+        {
+            "format": MODEL_FORMAT,
+            "pact": table["pact"],
+            "candidate_hash": table["candidate_hash"],
+            "currency": table["currency"],
+            "bounds": DEFAULT_BOUNDS,
+            "roles": table["roles"],
+            "params": [_param(p, text_samples) for p in table["params"]],
+            "accounts": [
+                {
+                    "name": a["name"],
+                    "external": a["external"],
+                    "scope": "agreement" if "agreement" in a["placeholders"] else "shared",
+                }
+                for a in table["accounts"]
+            ],
+            "states": table["states"],
+            "transitions": [
+                {key: t[key] for key in ("id", "clause", "from", "to", "roles", "guard", "stamps", "approval")}
+                | {
+                    "postings": [{k: p[k] for k in ("index", "amount", "source", "rule")} for p in t["postings"]],
+                    "effects": t["effects"],
+                    "ledger_program": t["ledger"]["program"] if t["ledger"] else None,
+                }
+                for t in table["transitions"]
+            ],
+            "effects": effects,
+            "deadlines": [unique[k] for k in sorted(unique)],
+            "invariants": table["invariants"],
+            "builtin_invariants": list(BUILTIN_INVARIANTS),
+        }
+        | ({"properties": table["properties"]} if table.get("properties") else {})
+        | _limits(table)
+    )
+
+
+def _limits(table: Json) -> Json:
+    """The limits across agreements (new in 1.1), as the table holds them; nothing when none."""
+    return {"limits": table["limits"]} if table.get("limits") else {}

@@ -1,4 +1,4 @@
-"""`trace.json`: clause label -> source span -> transitions and invariants -> artifacts.
+"""`trace.json`: clause label -> source span -> transitions, invariants, properties -> artifacts.
 
 Traceability is what lets a reviewer start from a contract clause and land
 on the exact JSON pointer or program lines that implement it, and back.
@@ -80,14 +80,31 @@ def build_trace(table: Json, source_map: SourceMap, source_name: str, programs: 
                 ],
             }
         )
+    # Liveness properties (new in 1.1) are traced like invariants; a policy without any writes the same bytes
+    # as before (no `properties` key, no `properties` list in its clauses).
+    properties: list[Json] = []
+    for index, prop in enumerate(table.get("properties") or []):
+        pointer = f"/properties/{index}"
+        properties.append(
+            {
+                "name": prop["name"],
+                "clause": prop.get("clause"),
+                "span": _span(source_map, f"property:{prop['name']}"),
+                "artifacts": [
+                    {"path": "candidate.json", "pointer": pointer},
+                    {"path": "transitions.json", "pointer": pointer},
+                    {"path": "model.json", "pointer": pointer},
+                ],
+            }
+        )
     clauses: dict[str, Json] = {}
-    for kind, items in (("transitions", transitions), ("invariants", invariants)):
+    for kind, items in (("transitions", transitions), ("invariants", invariants), ("properties", properties)):
         for item in items:
             if item["clause"] is None:
                 continue
             entry = clauses.setdefault(item["clause"], {"clause": item["clause"], "transitions": [], "invariants": []})
-            entry[kind].append(item["id"] if kind == "transitions" else item["name"])
-    return {
+            entry.setdefault(kind, []).append(item["id"] if kind == "transitions" else item["name"])
+    doc: Json = {
         "format": TRACE_FORMAT,
         "candidate_hash": table["candidate_hash"],
         "source": source_name,
@@ -97,8 +114,12 @@ def build_trace(table: Json, source_map: SourceMap, source_name: str, programs: 
         "unlabelled": sorted(
             [t["id"] for t in transitions if t["clause"] is None]
             + [i["name"] for i in invariants if i["clause"] is None]
+            + [p["name"] for p in properties if p["clause"] is None]
         ),
     }
+    if properties:
+        doc["properties"] = properties
+    return doc
 
 
 def _clause_order(label: str) -> tuple[tuple[int, int | str], ...]:

@@ -60,12 +60,24 @@ _FUNCTIONS: dict[str, tuple[tuple[str, ...], ValueType]] = {
     "total": (("effect",), "money"),
     "reached": (("state",), "bool"),
     "approved": (("transition",), "bool"),
+    # New in 1.1 (four eyes): how many approvals the commit of a transition consumed (docs/language.md).
+    "approvals": (("transition",), "int"),
     # New in 1.1: whether the latest call at some `call E` stands in that outcome (docs/language.md).
     "acknowledged": (("effect",), "bool"),
     "reconciled": (("effect",), "bool"),
     "abandoned": (("effect",), "bool"),
 }
 OUTCOMES = frozenset({"acknowledged", "reconciled", "abandoned"})
+
+
+def _approval_count(decl: ast.TransitionDecl) -> int:
+    """How many approvals a commit of `decl` consumes: `approvals(T)` reads this once T committed."""
+    for tfield in decl.fields:
+        if isinstance(tfield, ast.ApprovalField):
+            if tfield.count is not None:
+                return int(tfield.count.text) if tfield.count.text.isdigit() else 1
+            return 1 + len(tfield.also)
+    return 0
 
 
 class ExpressionTyper:
@@ -167,6 +179,8 @@ class ExpressionTyper:
         for kind in kinds:
             if name in tables[kind]:
                 value = kind if expr.function == "applied" else None
+                if expr.function == "approvals":
+                    value = str(_approval_count(tables[kind][name]))
                 return Expr(op=expr.function, type=result, name=name, value=value)
         if expr.function in OUTCOMES and self._outcome_of_other(expr, tables):
             return None

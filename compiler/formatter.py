@@ -219,6 +219,10 @@ class _Printer:
             self._emit(0, self._wrapped(prefix, decl.expr, 0), decl.span)
         elif isinstance(decl, ast.PropertyDecl):
             self._emit(0, self._property(decl), decl.span)
+        elif isinstance(decl, ast.LimitDecl):  # new in 1.1
+            per = f" per {decl.per_role.name}" if decl.per_role else ""
+            text = f"limit {decl.name.name}: total({decl.effect.name}) {decl.op} {self.lit.money(decl.amount.text)}"
+            self._emit(0, f"{text} per {self.lit.number(decl.window.text)}{per}", decl.span)
         elif isinstance(decl, ast.BudgetDecl):
             line = self._emit(0, "budget {", decl.span)
             line.end = (decl.span.line, decl.span.column + len("budget"))
@@ -288,17 +292,32 @@ class _Printer:
             text = head if tfield.amount is None else self._wrapped(f"{head} amount", tfield.amount, 1)
             self._emit(1, text, tfield.span)
         elif isinstance(tfield, ast.ApprovalField):
-            suffix = " not requester" if tfield.not_requester else ""
-            self._emit(1, f"approval by {tfield.role.name}{suffix}", tfield.span)
+            suffix = (" distinct" if tfield.distinct else "") + (" not requester" if tfield.not_requester else "")
+            if tfield.count is not None:  # four eyes (new in 1.1)
+                head = f"approvals {tfield.count.text} by {tfield.role.name}"
+            else:
+                head = "approval by " + ", ".join(r.name for r in (tfield.role, *tfield.also))
+            self._emit(1, head + suffix, tfield.span)
         elif tfield.destination is not None:
             text = f"transfer {self.expr(tfield.amount)} from {tfield.source.name} to {tfield.destination.name}"
             self._emit(1, text, tfield.span)
         else:
             line = self._emit(1, f"transfer {self.expr(tfield.amount)} from {tfield.source.name} {{", tfield.span)
             line.end = _end(tfield.source.span)
-            for portion in tfield.portions:
-                self._emit(2, f"{self._share(portion.share)} to {portion.target.name}", portion.span)
+            self._portions(2, tfield.portions)
             self._close(1, tfield.span)
+
+    def _portions(self, depth: int, portions: tuple[ast.Portion, ...]) -> None:
+        """Split portions, a nested split (new in 1.1) as its own indented block."""
+        for portion in portions:
+            if portion.block is None:
+                assert portion.target is not None
+                self._emit(depth, f"{self._share(portion.share)} to {portion.target.name}", portion.span)
+                continue
+            line = self._emit(depth, f"{self._share(portion.share)} to {{", portion.span)
+            line.end = _end(portion.share.span) if portion.share is not None else _start(portion.span)
+            self._portions(depth + 1, portion.block)
+            self._close(depth, portion.span)
 
     def _share(self, share: ast.NumberLit | ast.Ident | None) -> str:
         if share is None:

@@ -13,10 +13,11 @@ import re
 from typing import Any
 
 from pactwright.bundle_models import TransitionTable, emitted
-from pactwright.candidate import Candidate, Effect, Expr, Param, Transfer, Transition
+from pactwright.candidate import Candidate, Effect, Expr, Param, Portion, Transfer, Transition
 from pactwright.compiler.payload import call_amount, money_moving_effects
 from pactwright.compiler.related import Bounds, hull
 from pactwright.money import Percent
+from pactwright.movement import rule_accounts, rule_portions
 
 TRANSITIONS_FORMAT = "pactwright.transitions/1"
 _PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*)\}")
@@ -73,29 +74,35 @@ def account_var(name: str, params: dict[str, Param]) -> str:
     return _generated(f"account_{name}", params)
 
 
+def _split_rule(portions: tuple[Portion, ...], params: dict[str, Param]) -> Json:
+    """A split's rule; a portion sent on to a nested split (new in 1.1) carries that split's rule."""
+    out: list[Json] = []
+    kinds = {p.kind for p in portions} - {"remaining"}
+    for portion in portions:
+        where: Json = {"to": portion.to} if portion.split is None else {"split": _split_rule(portion.split, params)}
+        if portion.kind == "remaining":
+            out.append({"kind": "remaining", **where})
+            continue
+        value = portion.value if portion.value is not None else _fixed(params, portion.param)
+        entry: Json = {"kind": portion.kind, **where}
+        if value is None:
+            # A ranged param: the runtime supplies it per agreement.
+            entry["param"] = portion.param
+        elif portion.kind == "percent":
+            entry["percent"] = value
+            entry["share"] = _portion_share(value)
+        else:
+            entry["max_minor"] = value
+        out.append(entry)
+    return {"kind": "capped" if kinds == {"amount"} else "allotment", "portions": out}
+
+
 def _posting(transfer: Transfer, index: int, params: dict[str, Param]) -> Json:
     rule: Json
     if transfer.destination is not None:
         rule = {"kind": "single", "to": transfer.destination}
     else:
-        portions: list[Json] = []
-        kinds = {p.kind for p in transfer.portions} - {"remaining"}
-        for portion in transfer.portions:
-            if portion.kind == "remaining":
-                portions.append({"kind": "remaining", "to": portion.to})
-                continue
-            value = portion.value if portion.value is not None else _fixed(params, portion.param)
-            entry: Json = {"kind": portion.kind, "to": portion.to}
-            if value is None:
-                # A ranged param: the runtime supplies it per agreement.
-                entry["param"] = portion.param
-            elif portion.kind == "percent":
-                entry["percent"] = value
-                entry["share"] = _portion_share(value)
-            else:
-                entry["max_minor"] = value
-            portions.append(entry)
-        rule = {"kind": "capped" if kinds == {"amount"} else "allotment", "portions": portions}
+        rule = _split_rule(transfer.portions, params)
     return {
         "index": index,
         "amount": expr_json(transfer.amount),
@@ -138,14 +145,12 @@ def _ledger_vars(transition: Transition, postings: list[Json], candidate: Candid
         source = posting["amount_source"]
         if source["kind"] in ("param", "expr"):
             out.setdefault(source["var"], {"name": source["var"], "type": "monetary", "from": source})
-        involved = [posting["source"]] + [p["to"] for p in posting["rule"].get("portions", [])]
-        if posting["rule"]["kind"] == "single":
-            involved.append(posting["rule"]["to"])
+        involved = [posting["source"], *rule_accounts(posting["rule"])]
         for name in involved:
             if _PLACEHOLDER.search(accounts[name].address):
                 var = account_var(name, params)
                 out.setdefault(var, {"name": var, "type": "account", "from": {"kind": "account", "account": name}})
-        for portion in posting["rule"].get("portions", []):
+        for portion in rule_portions(posting["rule"]):
             if "param" in portion:
                 kind = "portion" if portion["kind"] == "percent" else "monetary"
                 out.setdefault(
@@ -165,6 +170,8 @@ def lower(candidate: Candidate, candidate_hash: str) -> Json:
     table = _table(candidate, candidate_hash)
     if candidate.properties:
         table["properties"] = properties_json(candidate)
+    if candidate.limits:  # new in 1.1
+        table["limits"] = [lim.model_dump(mode="json", exclude_none=True) for lim in candidate.limits]
     return emitted(TransitionTable, table).to_json()
 
 
@@ -199,7 +206,7 @@ def _table(candidate: Candidate, candidate_hash: str) -> Json:
             "stamps": list(transition.stamps),
             "postings": postings,
             "effects": [_call_json(effects[name], amount, moving) for name, amount in transition.call_sites()],
-            "approval": transition.approval.model_dump(mode="json") if transition.approval else None,
+            "approval": transition.approval.model_dump(mode="json", exclude_none=True) if transition.approval else None,
             "ledger": None,
         }
         if postings:

@@ -8,6 +8,8 @@ Spans go to the `SourceMap`, which is never hashed.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pactwright.candidate import (
     Account,
     Approval,
@@ -19,6 +21,7 @@ from pactwright.candidate import (
     Egress,
     Expr,
     Invariant,
+    Limit,
     PactId,
     Param,
     Portion,
@@ -106,17 +109,23 @@ def _effect(decl: ast.EffectDecl, scale: int, amount: Expr | None) -> Effect:
 
 def _portion(portion: ast.Portion, ctx: CheckContext) -> Portion:
     scale = ctx.sym.scale
+    # Where the part goes: an account, or (new in 1.1) a nested split.
+    where: dict[str, Any] = (
+        {"to": portion.target.name}
+        if portion.block is None and portion.target is not None
+        else {"split": tuple(_portion(p, ctx) for p in portion.block or ())}
+    )
     if portion.share is None:
-        return Portion(kind="remaining", to=portion.target.name)
+        return Portion(kind="remaining", **where)
     if isinstance(portion.share, ast.Ident):
         param = ctx.sym.params[portion.share.name]
         kind = "percent" if param.type == "percent" else "amount"
-        return Portion(kind=kind, param=param.name.name, to=portion.target.name)
+        return Portion(kind=kind, param=param.name.name, **where)
     found = classify(portion.share.text, scale)
     assert isinstance(found, Classified)
     if found.kind == "percent":
-        return Portion(kind="percent", value=found.value, to=portion.target.name)
-    return Portion(kind="amount", value=_value(portion.share, "money", scale), to=portion.target.name)
+        return Portion(kind="percent", value=found.value, **where)
+    return Portion(kind="amount", value=_value(portion.share, "money", scale), **where)
 
 
 def _transition(decl: ast.TransitionDecl, ctx: CheckContext, spans: SourceMap) -> Transition:
@@ -154,7 +163,12 @@ def _transition(decl: ast.TransitionDecl, ctx: CheckContext, spans: SourceMap) -
             )
         elif isinstance(tfield, ast.ApprovalField):
             spans[f"{key}/approval"] = tfield.span
-            approval = Approval(role=tfield.role.name, not_requester=tfield.not_requester)
+            approval = Approval(
+                role=tfield.role.name,
+                not_requester=tfield.not_requester,
+                also=tuple(r.name for r in tfield.also) or None,
+                count=int(tfield.count.text) if tfield.count is not None and tfield.count.text.isdigit() else None,
+            )
     if decl.clause is not None:
         spans[f"{key}/clause"] = decl.clause.span
     return Transition(
@@ -228,6 +242,7 @@ def normalize(ctx: CheckContext) -> tuple[Candidate, SourceMap]:
         transitions=tuple(sorted((_transition(d, ctx, spans) for d in sym.transitions.values()), key=lambda t: t.name)),
         invariants=tuple(sorted(invariants, key=lambda i: i.name)),
         properties=_properties(ctx, spans),
+        limits=_limits(ctx, spans),
     )
     return candidate, dict(sorted(spans.items()))
 
@@ -247,4 +262,23 @@ def _properties(ctx: CheckContext, spans: SourceMap) -> tuple[Property, ...] | N
             assert premise is not None
             assert goal is not None
             out.append(Property(name=name, clause=clause, kind="leads_to", premise=premise, goal=goal))
+    return tuple(out) or None
+
+
+def _limits(ctx: CheckContext, spans: SourceMap) -> tuple[Limit, ...] | None:
+    """The limits across agreements by name (new in 1.1); None (omitted, the hash unchanged) when none."""
+    out: list[Limit] = []
+    for name, decl in sorted(ctx.sym.limits.items()):
+        spans[f"limit:{name}"] = decl.span
+        window = classify(decl.window.text, ctx.sym.scale)
+        assert isinstance(window, Classified)
+        out.append(
+            Limit(
+                name=name,
+                effect=decl.effect.name,
+                max=_value(decl.amount, "money", ctx.sym.scale),
+                window=int(window.value),
+                per=decl.per_role.name if decl.per_role else None,
+            )
+        )
     return tuple(out) or None

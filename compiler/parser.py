@@ -17,7 +17,7 @@ from typing import Any
 from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, VisitError
 
-from pactwright.compiler import ast
+from pactwright.compiler import _reserved, ast
 from pactwright.diagnostics import Diagnostic, Severity, Span
 
 # Words the grammar uses; a name spelled like one is refused (PW109) so a
@@ -30,6 +30,12 @@ KEYWORDS: frozenset[str] = frozenset()
 # where a name may stand (an effect field, or right after `call NAME`), so
 # `amount amount` in an effect reads unambiguously. They are not reserved.
 CONTEXTUAL_KEYWORDS: frozenset[str] = frozenset({"amount"}) | frozenset({"property", "leads_to", "eventually"})
+# Four eyes (new in 1.1): `approvals N by ROLE distinct`, and the function `approvals(T)`.
+CONTEXTUAL_KEYWORDS = CONTEXTUAL_KEYWORDS | frozenset({"distinct", "approvals"})
+
+# Limits across agreements (new in 1.1): `limit` starts a declaration and `per` follows a
+# number, where no name may stand.
+CONTEXTUAL_KEYWORDS = CONTEXTUAL_KEYWORDS | frozenset({"limit", "per"})
 
 # Deepest syntax tree accepted (declarations take ~4 levels, the rest is
 # expression nesting). Later stages recurse over expressions and pydantic
@@ -344,6 +350,20 @@ class _Builder(Transformer[Token, ast.PolicyAst]):
         return None, None
 
     @v_args(meta=True)
+    def limit_decl(self, meta: Any, items: list[Token]) -> ast.LimitDecl:
+        """`limit NAME: total(EFFECT) OP MONEY per DURATION [per ROLE]` (new in 1.1)."""
+        return ast.LimitDecl(
+            span=_meta_span(meta),
+            name=self._ident(items[0]),
+            effect=self._ident(items[1]),
+            op=str(items[2]),
+            op_span=_span(items[2]),
+            amount=self._number(items[3]),
+            window=self._number(items[4]),
+            per_role=self._ident(items[5]) if len(items) > 5 else None,
+        )
+
+    @v_args(meta=True)
     def tr_by(self, meta: Any, items: list[Any]) -> ast.ByField:
         return ast.ByField(span=_meta_span(meta), roles=items[0])
 
@@ -380,6 +400,19 @@ class _Builder(Transformer[Token, ast.PolicyAst]):
         return ast.Portion(span=_meta_span(meta), share=share, target=self._ident(target))
 
     @v_args(meta=True)
+    def portion_block(self, meta: Any, items: list[Any]) -> ast.Portion:
+        """A portion sent on to a nested split (new in 1.1)."""
+        share_token, block = items[0], tuple(items[1:])
+        share: ast.NumberLit | ast.Ident | None
+        if share_token.type == "REMAINING":
+            share = None
+        elif share_token.type == "NUMBER":
+            share = self._number(share_token)
+        else:
+            share = self._ident(share_token)
+        return ast.Portion(span=_meta_span(meta), share=share, target=None, block=block)
+
+    @v_args(meta=True)
     def tr_call(self, meta: Any, items: list[Any]) -> ast.CallField:
         amount = items[1] if len(items) > 1 else None
         return ast.CallField(span=_meta_span(meta), effect=self._ident(items[0]), amount=amount)
@@ -387,6 +420,24 @@ class _Builder(Transformer[Token, ast.PolicyAst]):
     @v_args(meta=True)
     def tr_approval(self, meta: Any, items: list[Any]) -> ast.ApprovalField:
         return ast.ApprovalField(span=_meta_span(meta), role=self._ident(items[0]), not_requester=len(items) > 1)
+
+    # Four eyes (new in 1.1): `approval by A, B distinct` and `approvals N by R distinct`.
+    @v_args(meta=True)
+    def tr_approval_roles(self, meta: Any, items: list[Any]) -> ast.ApprovalField:
+        names = [self._ident(i) for i in items if isinstance(i, Token)]
+        flags = [i for i in items if not isinstance(i, Token)]
+        return ast.ApprovalField(span=_meta_span(meta), role=names[0], not_requester=True in flags,
+                                 also=tuple(names[1:]), distinct="distinct" in flags)  # fmt: skip
+
+    @v_args(meta=True)
+    def tr_approvals(self, meta: Any, items: list[Any]) -> ast.ApprovalField:
+        flags = [i for i in items[2:] if not isinstance(i, Token)]
+        count = ast.NumberExpr(span=_span(items[0]), text=str(items[0]))
+        return ast.ApprovalField(span=_meta_span(meta), role=self._ident(items[1]), not_requester=True in flags,
+                                 count=count, distinct="distinct" in flags)  # fmt: skip
+
+    def distinct(self, items: list[Token]) -> str:
+        return "distinct"
 
     # Expressions --------------------------------------------------------------
 
@@ -540,15 +591,28 @@ def _parser() -> tuple[Lark, _Builder, dict[str, str], frozenset[str]]:
             if pattern.value.isidentifier() and pattern.value not in CONTEXTUAL_KEYWORDS:
                 keywords.add(pattern.value)
     assert {name for name, value in literals.items() if value.isidentifier()} <= word_terminals
+    _reserved.install(lark)
     return lark, builder, literals, frozenset(keywords)
 
 
-def keywords() -> frozenset[str]:
-    """Every reserved word of the language, read from the grammar itself.
+def grammar_words() -> frozenset[str]:
+    """Every word the grammar uses, reserved or not."""
+    return _parser()[3] | CONTEXTUAL_KEYWORDS
 
-    The `CONTEXTUAL_KEYWORDS` are grammar words too, but not reserved.
+
+def reservations() -> dict[str, _reserved.Reservation]:
+    """The reserved words (new in 1.1: only where the parser cannot tell them from a name)."""
+    return _reserved.analysis(_parser()[0]).reserved
+
+
+def keywords() -> frozenset[str]:
+    """Every reserved word of the language, read from the grammar's parse table.
+
+    A grammar word is reserved only where the parser accepts both it and a
+    name and the next token cannot tell them apart (compiler/_reserved.py);
+    every other grammar word, `CONTEXTUAL_KEYWORDS` included, may be a name.
     """
-    return _parser()[3]
+    return frozenset(reservations())
 
 
 def _describe(terminal: str, literals: dict[str, str]) -> str:
@@ -711,19 +775,65 @@ def _hint_for(expected: set[str], literals: dict[str, str]) -> str:
     return f"write {_expected_text(expected, literals)} here"
 
 
-def _too_deep(tree: Tree[Token]) -> Span | None:
-    """Where the tree first exceeds `MAX_TREE_DEPTH`, found without recursion."""
-    stack: list[tuple[Tree[Token], int]] = [(tree, 1)]
+# Left-associative chains (new in 1.1): `a + b + c` is a tree that leans left one
+# level a term, but is flat to a reader, so an operand that continues its
+# parent's chain (its left operand, not in parentheses) is not a level of
+# nesting. The chain still makes the tree deeper, and later stages recurse
+# over it (the verifier compiles an expression to Python source, two
+# parentheses an `and`, under CPython's limit of 200; artifacts serialize
+# each operator as a nested object), so the tree's own height keeps the
+# limit it had: a chain beyond it is PW187, not PW113.
+_CHAINS = frozenset({"op_arith", "op_and", "op_or", "op_compare"})
+MAX_CHAIN_DEPTH = MAX_TREE_DEPTH
+
+
+def _continues_chain(node: Tree[Token], child: Tree[Token]) -> bool:
+    """`child` is `node`'s left operand written without parentheses."""
+    if node.data not in _CHAINS or getattr(node.meta, "empty", True) or getattr(child.meta, "empty", True):
+        return False
+    return bool(child.meta.start_pos == node.meta.start_pos)
+
+
+def _tree_span(node: Tree[Token]) -> Span:
+    if getattr(node.meta, "empty", True):
+        return Span(line=1, column=1, end_line=1, end_column=1)
+    return _meta_span(node.meta)
+
+
+def _too_deep(tree: Tree[Token]) -> ParseFailure | None:
+    """Why the tree is too deep to accept (PW113, PW187), found without recursion."""
+    # Nesting is the better explanation where both limits are crossed, so the
+    # walk goes on past the first over-long chain (it is linear either way).
+    stack: list[tuple[Tree[Token], int, int]] = [(tree, 1, 1)]
+    long: Tree[Token] | None = None
     while stack:
-        node, depth = stack.pop()
+        node, depth, height = stack.pop()
         if depth > MAX_TREE_DEPTH:
-            meta = node.meta
-            if getattr(meta, "empty", True):
-                return Span(line=1, column=1, end_line=1, end_column=1)
-            return _meta_span(meta)
+            return _nested_too_deeply(_tree_span(node))
+        if height > MAX_CHAIN_DEPTH and long is None:
+            long = node
         # Reversed, so the leftmost (earliest) offending subtree is reported.
-        stack.extend((child, depth + 1) for child in reversed(node.children) if isinstance(child, Tree))
-    return None
+        children = [child for child in node.children if isinstance(child, Tree)]
+        for index in reversed(range(len(children))):
+            child = children[index]
+            flat = index == 0 and _continues_chain(node, child)
+            stack.append((child, depth if flat else depth + 1, height + 1))
+    return None if long is None else _chain_too_long(_tree_span(long))
+
+
+def _chain_too_long(span: Span) -> ParseFailure:
+    return ParseFailure(
+        [
+            Diagnostic(
+                code="PW187",
+                severity=Severity.ERROR,
+                message="expression too long: more than about "
+                f"{MAX_CHAIN_DEPTH - 10} operators in one chain of `+`, `-`, `and`, `or` ...",
+                span=span,
+                hint="split it into several guards or invariants, or group terms in parentheses",
+            )
+        ]
+    )
 
 
 def _nested_too_deeply(span: Span) -> ParseFailure:
@@ -734,7 +844,8 @@ def _nested_too_deeply(span: Span) -> ParseFailure:
                 severity=Severity.ERROR,
                 message="expression nested too deeply",
                 span=span,
-                hint=f"split the expression; nesting is limited to about {MAX_TREE_DEPTH - 5} levels",
+                hint=f"split the expression; nesting (parentheses, `not`, `-`, right operands) is limited to "
+                f"about {MAX_TREE_DEPTH - 5} levels; a long flat chain such as `a + b + c` counts as one",
             )
         ]
     )
@@ -780,7 +891,7 @@ def parse_policy(text: str) -> ast.PolicyAst:
         raise ParseFailure([_glued_diagnostic(glued.token, text, literals)]) from None
     deep = _too_deep(raw)
     if deep is not None:
-        raise _nested_too_deeply(deep)
+        raise deep
     try:
         tree = builder.transform(raw)
     except (RecursionError, VisitError) as exc:

@@ -56,7 +56,7 @@ def _describe(section: str, field: str, value: Any, scale: int, item: Json | Non
         kind_text = str(value.get("kind"))
         return f"{kind_text} with {value['compensation']}" if value.get("compensation") else kind_text
     if field == "approval" and isinstance(value, dict):
-        return f"by {value.get('role')}{' not requester' if value.get('not_requester') else ''}"
+        return _approval_text(value)
     if field == "calls" and isinstance(value, list):
         return ", ".join(_call_text(c, scale) for c in value) or "none"
     if isinstance(value, list):
@@ -108,16 +108,22 @@ def _transfer(transfer: Json, scale: int) -> str:
     head = f"{render_expr(transfer['amount'], scale)} from {transfer['source']}"
     if transfer.get("destination"):
         return f"{head} to {transfer['destination']}"
+    return f"{head} {_portions(transfer.get('portions', []), scale)}"
+
+
+def _portions(portions: list[Json], scale: int) -> str:
+    """`{ SHARE to ACCOUNT, ... }`; a nested split (new in 1.1) as its own braces."""
     parts = []
-    for portion in transfer.get("portions", []):
+    for portion in portions:
         if portion["kind"] == "remaining":
             share = "remaining"
         elif portion.get("param"):
             share = str(portion["param"])
         else:
             share = _value("percent" if portion["kind"] == "percent" else "money", portion.get("value", ""), scale)
-        parts.append(f"{share} to {portion['to']}")
-    return f"{head} {{ {', '.join(parts)} }}"
+        to = _portions(portion["split"], scale) if "split" in portion else portion["to"]
+        parts.append(f"{share} to {to}")
+    return f"{{ {', '.join(parts)} }}"
 
 
 def semantic_diff(old: Json, new: Json) -> Json:
@@ -262,7 +268,7 @@ def _summary(section: str, item: Json, scale: int) -> str:
             text += f"; call {_describe(section, 'calls', item['calls'], scale)}"
         approval = item.get("approval")
         if isinstance(approval, dict):
-            text += f"; approval by {approval.get('role')}{' not requester' if approval.get('not_requester') else ''}"
+            text += f"; approval {_approval_text(approval)}"
         return text
     if section == "invariants":
         return render_expr(item["expr"], scale)
@@ -420,6 +426,18 @@ def _rule(found: _Findings, where: str, a: Json | None, b: Json | None) -> None:
         found.add("downgrade", "rule relaxed", where, b or {}, before, new_decision)
 
 
+def _approval_text(value: Json) -> str:
+    """`by ROLE`, `by A, B distinct` or `2 by ROLE distinct` (four eyes, new in 1.1), with `not requester`."""
+    roles = ", ".join(str(r) for r in (value.get("role"), *(value.get("also") or ())))
+    several = bool(value.get("also")) or value.get("count") is not None
+    head = f"{value['count']} by {value.get('role')}" if value.get("count") is not None else f"by {roles}"
+    return head + (" distinct" if several else "") + (" not requester" if value.get("not_requester") else "")
+
+
+def _approvals_needed(value: Json) -> int:
+    return int(value["count"]) if value.get("count") is not None else 1 + len(value.get("also") or ())
+
+
 def _transition(found: _Findings, where: str, a: Json, b: Json) -> None:
     section = "transitions"
     if a.get("guard") is not None and b.get("guard") is None:
@@ -435,6 +453,11 @@ def _transition(found: _Findings, where: str, a: Json, b: Json) -> None:
             found.field("review", "approval changed", where, section, "approval", a, b)
         if approval_a.get("not_requester") and not approval_b.get("not_requester"):
             found.field("downgrade", "not requester dropped", where, section, "approval", a, b)
+        # Four eyes (new in 1.1): fewer required approvals is a downgrade; other changes are a review.
+        if _approvals_needed(approval_b) < _approvals_needed(approval_a):
+            found.field("downgrade", "fewer approvals", where, section, "approval", a, b)
+        elif (approval_a.get("also"), approval_a.get("count")) != (approval_b.get("also"), approval_b.get("count")):
+            found.field("review", "approvers changed", where, section, "approval", a, b)
     _calls(found, where, a, b)
 
 

@@ -40,6 +40,7 @@ class Symbols:
     transitions: dict[str, ast.TransitionDecl] = field(default_factory=dict)
     invariants: dict[str, ast.InvariantDecl] = field(default_factory=dict)
     properties: dict[str, ast.PropertyDecl] = field(default_factory=dict)
+    limits: dict[str, ast.LimitDecl] = field(default_factory=dict)  # new in 1.1
     stamps: dict[str, ast.StampField] = field(default_factory=dict)
     duplicates: list[Duplicate] = field(default_factory=list)
 
@@ -102,6 +103,8 @@ def build_symbols(policy: ast.PolicyAst) -> Symbols:
             named.append((sym.invariants, "invariant", decl.name, decl))
         elif isinstance(decl, ast.PropertyDecl):
             named.append((sym.properties, "property", decl.name, decl))
+        elif isinstance(decl, ast.LimitDecl):
+            named.append((sym.limits, "limit", decl.name, decl))
     first_spans: dict[tuple[str, str], Span] = {}
     for table, kind, name, decl in named:
         key = (kind, name.name)

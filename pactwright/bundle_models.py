@@ -58,6 +58,8 @@ ValueType = Literal["money", "int", "percent", "duration", "time", "bool", "text
 # The expression operators every reader evaluates, by arity. Leaves carry a
 # `name` (what they read) or a `value` (a literal); no leaf has arguments.
 NAMED_LEAVES = frozenset({"param", "stamp", "balance", "applied", "fired", "total", "reached", "approved"})
+# New in 1.1 (four eyes): `approvals(T)`, whose `value` is the number of approvals T's commit consumes.
+NAMED_LEAVES = NAMED_LEAVES | {"approvals"}
 # New in 1.1: whether the latest call at some `call E` stands acknowledged, reconciled or abandoned.
 OUTCOME_LEAVES = frozenset({"acknowledged", "reconciled", "abandoned"})
 NAMED_LEAVES = NAMED_LEAVES | OUTCOME_LEAVES
@@ -78,6 +80,7 @@ _RESULT_TYPE: dict[str, str] = {
     "fired": "int",
     "reached": "bool",
     "approved": "bool",
+    "approvals": "int",
     "not": "bool",
 } | dict.fromkeys(COMPARISONS | LOGICAL | OUTCOME_LEAVES, "bool")
 
@@ -202,8 +205,22 @@ class State(Document):
 
 
 class Approval(Document):
+    """Who approves a transition. New in 1.1 (four eyes), left out when unused: `also`, the further
+    roles of `approval by A, B distinct` (one approval each); `count`, the N of `approvals N by R
+    distinct` (N approvals by parties holding R in the store's party registry)."""
+
+    omit_none = frozenset({"also", "count"})
+
     role: Text
     not_requester: Flag
+    also: tuple[Text, ...] | None = None
+    count: int | None = None
+
+    def slots(self) -> tuple[str, ...]:
+        """The role of each required approval, one entry per approval (each from a distinct party)."""
+        if self.count is not None:
+            return (self.role,) * self.count
+        return (self.role, *(self.also or ()))
 
 
 class Strategy(Document):
@@ -249,12 +266,17 @@ class Call(Document):
 
 
 class Portion(Document):
-    """One part of a split: a fixed `percent` (with its exact `share`), a cap, a ranged `param`, or `remaining`."""
+    """One part of a split: a fixed `percent` (with its exact `share`), a cap, a ranged `param`, or `remaining`.
 
-    omit_none = frozenset({"param", "percent", "share", "max_minor"})
+    Its part goes `to` an account or, new in 1.1, on to a nested `split`
+    (exactly one of the two; `pactwright.movement` defines the arithmetic).
+    """
+
+    omit_none = frozenset({"param", "percent", "share", "max_minor", "to", "split"})
 
     kind: Literal["percent", "amount", "remaining"]
-    to: Text
+    to: Text | None = None
+    split: SplitRule | None = None
     param: Text | None = None
     percent: Text | None = None
     share: Annotated[Text, StringConstraints(pattern=r"^[0-9]+/[1-9][0-9]*$")] | None = None
@@ -272,6 +294,10 @@ class Portion(Document):
             raise PydanticCustomError(
                 "portion_value", "a `{kind}` portion cannot carry {given}", {"kind": self.kind, "given": sorted(given)}
             )
+        if (self.to is None) == (self.split is None):
+            raise PydanticCustomError("portion_target", "a portion goes either `to` an account or on to a `split`")
+        if self.split is not None and any(p.split is not None for p in self.split.portions):
+            raise PydanticCustomError("portion_depth", "a nested split sends its portions to accounts only")
         return self
 
 
@@ -284,6 +310,8 @@ class SplitRule(Document):
     kind: Literal["capped", "allotment"]
     portions: tuple[Portion, ...] = Field(min_length=1)
 
+
+Portion.model_rebuild()
 
 PostingRule = Annotated[SingleRule | SplitRule, Field(discriminator="kind")]
 
@@ -426,6 +454,20 @@ class TableTransition(Document):
     ledger: Ledger | None
 
 
+class Limit(Document):
+    """A limit across agreements (new in 1.1): the money `effect`'s calls carry, summed over every
+    agreement of the pact (or per party holding `per`) in a UTC window of `window` seconds, is at
+    most `max` minor units."""
+
+    omit_none = frozenset({"per"})
+
+    name: Text
+    effect: Text
+    max: Annotated[StrictStr, StringConstraints(pattern=r"^(0|[1-9][0-9]*)$")]
+    window: Annotated[StrictInt, Field(gt=0)]
+    per: Text | None = None
+
+
 class TransitionTable(Document):
     """`transitions.json`: everything the runtime needs to execute a transition."""
 
@@ -443,7 +485,8 @@ class TransitionTable(Document):
     transitions: tuple[TableTransition, ...]
     invariants: tuple[Invariant, ...]
     properties: tuple[Property, ...] | None = None  # new in 1.1; absent when the policy declares none
-    omit_none = frozenset({"properties"})
+    limits: tuple[Limit, ...] | None = None  # new in 1.1; absent when the policy declares none
+    omit_none = frozenset({"properties", "limits"})
 
     @model_validator(mode="after")
     def _references(self) -> TransitionTable:
@@ -543,7 +586,8 @@ class ModelDocument(Document):
     invariants: tuple[Invariant, ...]
     builtin_invariants: tuple[BuiltinInvariant, ...]
     properties: tuple[Property, ...] | None = None  # new in 1.1; absent when the policy declares none
-    omit_none = frozenset({"properties"})
+    limits: tuple[Limit, ...] | None = None  # new in 1.1; absent when the policy declares none
+    omit_none = frozenset({"properties", "limits"})
 
     @model_validator(mode="after")
     def _references(self) -> ModelDocument:
@@ -621,8 +665,16 @@ def _check_references(
             if isinstance(rule, SingleRule):
                 _known("account", rule.to, account_names, f"{where}/rule/to")
             else:
-                for index, portion in enumerate(rule.portions):
-                    _known("account", portion.to, account_names, f"{where}/rule/portions/{index}/to")
+                _known_portions(rule, account_names, f"{where}/rule")
+
+
+def _known_portions(rule: SplitRule, account_names: set[str], where: str) -> None:
+    """Each portion's account is declared, in nested splits (new in 1.1) too."""
+    for index, portion in enumerate(rule.portions):
+        if portion.split is not None:
+            _known_portions(portion.split, account_names, f"{where}/portions/{index}/split")
+        else:
+            _known("account", portion.to or "", account_names, f"{where}/portions/{index}/to")
 
 
 # Writing and reading.

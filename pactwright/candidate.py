@@ -134,12 +134,18 @@ class State(Frozen):
 
 
 class Portion(Frozen):
-    """One part of a split: `percent` or `amount` (a cap), or `remaining`."""
+    """One part of a split: `percent` or `amount` (a cap), or `remaining`.
+
+    New in 1.1, a portion's part may go on to a nested split: `split` holds
+    its portions in place of `to`. It is omitted when unused, so the
+    candidates of policies that never nest keep their hashes.
+    """
 
     kind: Literal["percent", "amount", "remaining"]
     value: str | None = None
     param: str | None = None
-    to: str
+    to: str | None = None
+    split: tuple[Portion, ...] | None = None
 
 
 class Transfer(Frozen):
@@ -161,8 +167,19 @@ class Call(Frozen):
 
 
 class Approval(Frozen):
+    """`approval by ROLE [not requester]`; new in 1.1, four eyes (omitted when unused, so old hashes stay):
+    `also` holds the further roles of `approval by A, B distinct`, `count` the N of `approvals N by R distinct`."""
+
     role: str
     not_requester: bool
+    also: tuple[str, ...] | None = None
+    count: int | None = None
+
+    def slots(self) -> tuple[str, ...]:
+        """The role of each required approval, one entry per approval (each from a distinct party)."""
+        if self.count is not None:
+            return (self.role,) * self.count
+        return (self.role, *(self.also or ()))
 
 
 class Transition(Frozen):
@@ -202,6 +219,21 @@ class Property(Frozen):
     goal: Expr | None = None
 
 
+class Limit(Frozen):
+    """A limit across agreements (new in 1.1): `limit NAME: total(EFFECT) <= MAX per WINDOW [per ROLE]`.
+
+    `max` is minor units (decimal text, as every amount); `window` seconds;
+    `per` the role whose party the usage is counted for, absent for the
+    whole pact.
+    """
+
+    name: str
+    effect: str
+    max: str
+    window: int
+    per: str | None = None
+
+
 class Candidate(Frozen):
     format: Literal["pactwright.candidate/1"] = "pactwright.candidate/1"
     pact: PactId
@@ -219,6 +251,8 @@ class Candidate(Frozen):
     # New in 1.1; None (omitted from the hashed JSON) when the policy declares none,
     # so a policy without properties keeps its hash.
     properties: tuple[Property, ...] | None = None
+    # New in 1.1, omitted likewise when the policy declares no `limit`.
+    limits: tuple[Limit, ...] | None = None
 
     def to_json(self) -> dict[str, object]:
         """The JSON form that is hashed: absent optional fields are omitted."""

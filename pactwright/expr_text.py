@@ -39,7 +39,8 @@ def render_expr(expr: dict[str, Any], scale: int | None = None) -> str:
         return str(expr["name"])
     if op in ("now", "final"):
         return str(op)
-    if op in ("balance", "applied", "fired", "total", "reached", "approved", "acknowledged", "reconciled", "abandoned"):
+    if op in ("balance", "applied", "fired", "total", "reached", "approved", "approvals", "acknowledged", "reconciled",
+              "abandoned"):  # fmt: skip
         return f"{op}({expr['name']})"
     args = expr.get("args", [])
     mine = _PRECEDENCE[op]

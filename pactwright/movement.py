@@ -11,6 +11,12 @@ minor units) from a source account and hands it on by a rule:
 - `capped`: portions with a cap (`max_minor`, or a money `param`), each
   taking min(cap, what is left) in order, and `remaining` the rest.
 
+A portion's part goes `to` an account or, new in 1.1, on to a nested
+`split` (a rule of its own, applied to that part), as a Numscript
+destination nests: `{ max [EUR/2 500] to @fees remaining to { 10% to @fees
+remaining to @seller } }`. `split` lists the accounts' parts in written
+order, nested ones in place.
+
 This is the one definition of that arithmetic. The verifier's explorer moves
 money with it on every concrete path, and the runtime's command path
 computes it beside the ledger program's own result and refuses to commit
@@ -28,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
-__all__ = ["ParamValue", "allot", "ledger_postings", "move", "params_of", "split"]
+__all__ = ["ParamValue", "allot", "ledger_postings", "move", "params_of", "rule_accounts", "rule_portions", "split"]
 
 # A param a rule reads: a money cap in minor units, or a percent as the fraction of the whole.
 ParamValue = int | Fraction
@@ -49,9 +55,26 @@ def allot(amount: int, shares: Sequence[Fraction]) -> list[int]:
     return parts
 
 
+def rule_portions(rule: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """Every portion of a rule, each nested split's right after the portion that holds it."""
+    out: list[Mapping[str, Any]] = []
+    for portion in rule.get("portions", ()):
+        out.append(portion)
+        if "split" in portion:
+            out.extend(rule_portions(portion["split"]))
+    return out
+
+
+def rule_accounts(rule: Mapping[str, Any]) -> list[str]:
+    """The accounts a rule pays, in the order `split` lists their parts."""
+    if rule["kind"] == "single":
+        return [str(rule["to"])]
+    return [str(p["to"]) for p in rule_portions(rule) if "split" not in p]
+
+
 def params_of(rule: Mapping[str, Any]) -> tuple[str, ...]:
     """The params a rule reads (ranged caps and percents), in portion order."""
-    return tuple(str(p["param"]) for p in rule.get("portions", ()) if "param" in p)
+    return tuple(dict.fromkeys(str(p["param"]) for p in rule_portions(rule) if "param" in p))
 
 
 def split(amount: int, rule: Mapping[str, Any], params: Mapping[str, ParamValue]) -> list[tuple[str, int]]:
@@ -70,10 +93,14 @@ def split(amount: int, rule: Mapping[str, Any], params: Mapping[str, ParamValue]
     if kind not in ("allotment", "capped"):
         raise ValueError(f"unknown transfer rule `{kind}`")
     portions = list(rule["portions"])
-    targets = [str(p["to"]) for p in portions]
-    if kind == "allotment":
-        return list(zip(targets, allot(amount, _shares(portions, params)), strict=True))
-    return list(zip(targets, _capped(amount, portions, params), strict=True))
+    parts = allot(amount, _shares(portions, params)) if kind == "allotment" else _capped(amount, portions, params)
+    out: list[tuple[str, int]] = []
+    for portion, part in zip(portions, parts, strict=True):
+        if "split" in portion:
+            out.extend(split(part, portion["split"], params))  # a nested split (new in 1.1) shares out its part
+        else:
+            out.append((str(portion["to"]), part))
+    return out
 
 
 def move(amount: int, source: str, rule: Mapping[str, Any], params: Mapping[str, ParamValue]) -> list[tuple[str, int]]:

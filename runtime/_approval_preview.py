@@ -22,7 +22,7 @@ from pactwright.money import format_money
 from pactwright.runtime._agreement import Agreement, Bundle
 from pactwright.runtime.effect_payload import PlannedCall
 
-__all__ = ["PREVIEW_FORMAT", "make_preview", "preview_digest", "request_of"]
+__all__ = ["PREVIEW_FORMAT", "approval_slots", "make_preview", "preview_digest", "request_of"]
 
 PREVIEW_FORMAT = "pactwright.approval-preview/1"
 
@@ -96,7 +96,7 @@ def make_preview(
             for p in postings
         ],
         "calls": calls,
-        "approval": {"role": str(need.get("role")), "not_requester": bool(need.get("not_requester"))},
+        "approval": _approval(need),
         "command_digest": hash_bytes(canonical_bytes(dict(payload))),
         "requested_by": {"role": str(payload["actor"]["role"]), "party": str(payload["actor"]["party"])},
         "requested_at": requested_at,
@@ -107,3 +107,22 @@ def make_preview(
 def preview_digest(preview: Mapping[str, Any]) -> str:
     """The canonical hash of a preview: what a grant's signature binds to."""
     return hash_bytes(canonical_bytes(dict(preview)))
+
+
+def _approval(need: Mapping[str, Any]) -> dict[str, Any]:
+    """Who approves: the role, whether the requester is excluded; with four eyes (new in 1.1) also
+    `approvers`, the role of each required approval, and `registry` for `approvals N by ROLE`."""
+    out: dict[str, Any] = {"role": str(need.get("role")), "not_requester": bool(need.get("not_requester"))}
+    slots = approval_slots(need)
+    if len(slots) > 1:
+        out["approvers"] = list(slots)
+        out["registry"] = need.get("count") is not None
+    return out
+
+
+def approval_slots(need: Mapping[str, Any]) -> tuple[str, ...]:
+    """The role of each approval a transition's `approval` requires (transitions.json form)."""
+    role = str(need.get("role", ""))
+    if need.get("count") is not None:
+        return (role,) * int(need["count"])
+    return (role, *(str(r) for r in need.get("also") or ()))

@@ -23,7 +23,7 @@ __all__ = ["COLUMNS", "ApprovalRequest", "decision_statement", "from_row", "inta
 COLUMNS = (
     "id, agreement_id, transition, requester_role, requester_party, idempotency_key, command, command_digest, "
     "expect_version, preview, preview_digest, status, expires_at, created_at, decided_at, decided_by, "
-    "proof_digest, event_id"
+    "proof_digest, event_id, grants"
 )
 
 
@@ -49,6 +49,9 @@ class ApprovalRequest:
     decided_by: str | None = None
     proof_digest: str | None = None
     event_id: str | None = None
+    # Four eyes (new in 1.1): the grants so far of a request that needs several, in order: each
+    # {"role", "party", "proof_digest", "granted_at"} (never the proof itself).
+    grants: tuple[dict[str, Any], ...] = ()
     recorded: bool = True  # False for the request a dry run would park
     problem: str | None = None  # why the stored row does not agree with itself (never granted then)
 
@@ -78,6 +81,7 @@ class ApprovalRequest:
             "decided_by": self.decided_by,
             "proof_digest": self.proof_digest,
             "event_id": self.event_id,
+            "grants": [dict(g) for g in self.grants],
             "recorded": self.recorded,
             "intact": self.problem is None,
         }
@@ -121,7 +125,7 @@ def _problem(request: ApprovalRequest, command_text: str, preview_text: str) -> 
 def from_row(row: Sequence[Any]) -> ApprovalRequest:
     try:
         (rid, aid, transition, role, party, key, command, cdigest, version, preview, pdigest, status, expires,
-         created, decided_at, decided_by, proof_digest, event_id) = row  # fmt: skip
+         created, decided_at, decided_by, proof_digest, event_id, grants) = row  # fmt: skip
         command_text, preview_text = _text(command), _text(preview)
         request = ApprovalRequest(
             id=str(rid), agreement_id=str(aid), transition=str(transition), requester_role=str(role),
@@ -142,7 +146,21 @@ def from_row(row: Sequence[Any]) -> ApprovalRequest:
     if not isinstance(parsed_command, dict) or not isinstance(parsed_preview, dict):
         return replace(request, problem="its command or preview is not a JSON object")
     request = replace(request, command=parsed_command, preview=parsed_preview)
+    if grants is not None:
+        try:
+            parsed_grants = rows.loads(_text(grants), "grants")
+        except PactwrightError:
+            return replace(request, problem="its grants are not canonical JSON")
+        if not isinstance(parsed_grants, list) or not all(_grant_shape(g) for g in parsed_grants):
+            return replace(request, problem="its grants are not a list of grants")
+        request = replace(request, grants=tuple(parsed_grants))
     return replace(request, problem=_problem(request, command_text, preview_text))
+
+
+def _grant_shape(grant: object) -> bool:
+    return (isinstance(grant, dict) and set(grant) == {"role", "party", "proof_digest", "granted_at"}
+            and all(isinstance(grant[k], str) for k in ("role", "party", "proof_digest"))
+            and isinstance(grant["granted_at"], int))  # fmt: skip
 
 
 def intact(request: ApprovalRequest) -> ApprovalRequest:

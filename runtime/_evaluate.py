@@ -119,6 +119,10 @@ def evaluate(expr: Mapping[str, Any], view: View) -> Value:
         return str(expr["name"]) in view.reached
     if op == "approved":
         return str(expr["name"]) in view.approved
+    if op == "approvals":
+        # Four eyes (new in 1.1): a commit of T consumed exactly the approvals it requires (`value`,
+        # runtime/approvals.py refuses it with fewer), so the count is that once T was approved.
+        return int(str(expr["value"])) if str(expr["name"]) in view.approved else 0
     if op in _OUTCOMES:
         # The latest call at some `call E` stands in that phase (runtime/_command_effects.py).
         return str(expr["name"]) in view.outcomes.get(op, frozenset())

@@ -38,7 +38,13 @@ from pactwright.errors import EffectError
 from pactwright.money import format_money
 from pactwright.runtime import _agreement as rows
 from pactwright.runtime._agreement import Agreement, Bundle
-from pactwright.runtime._approval_preview import PREVIEW_FORMAT, make_preview, preview_digest, request_of
+from pactwright.runtime._approval_preview import (
+    PREVIEW_FORMAT,
+    approval_slots,
+    make_preview,
+    preview_digest,
+    request_of,
+)
 from pactwright.runtime._approval_rows import COLUMNS, ApprovalRequest, decision_statement, from_row, intact, refuse
 from pactwright.runtime.clock import Clock, SystemClock, epoch_seconds
 from pactwright.runtime.commands import Command, Grant, SubmitResult, run_in
@@ -125,10 +131,10 @@ def park(
     if not write:
         return request
     db.execute(
-        f"INSERT INTO approval_requests ({COLUMNS}) VALUES ({', '.join('?' * 18)})",  # noqa: S608
+        f"INSERT INTO approval_requests ({COLUMNS}) VALUES ({', '.join('?' * 19)})",  # noqa: S608
         (request.id, agreement.id, request.transition, request.requester_role, request.requester_party, key,
          command_text, digest, request.expect_version, preview_text, request.preview_digest, "pending", expires, now,
-         None, None, None, None),
+         None, None, None, None, None),
     )  # fmt: skip
     rows.append_evidence(db, agreement.id, "approval_requested", {
         "approval": request.id, "transition": request.transition, "requested_by": dict(actor),
@@ -203,7 +209,9 @@ def _check_decision(db: Backend, agreement: Agreement, bundle: Bundle, request: 
     spec = bundle.transition(request.transition) or {}
     need = spec.get("approval") or {}
     role = str(need.get("role", ""))
-    if not role or agreement.parties.get(role) != party:
+    if len(approval_slots(need)) > 1:
+        role = _four_eyes_role(agreement, request, need, party)
+    elif not role or agreement.parties.get(role) != party:
         raise refuse("PW605", f"party `{party}` does not hold `{role or 'an approver role'}` in agreement "
                       f"`{agreement.id}`", field="approver", expected=role or None, found=party)  # fmt: skip
     if need.get("not_requester") and party == request.requester_party:
@@ -220,6 +228,33 @@ def _check_decision(db: Backend, agreement: Agreement, bundle: Bundle, request: 
         raise refuse("PW608", f"the proof is not `{party}`'s signature ({role}) of the {decision} of "
                       f"`{request.id}` for preview {request.preview_digest}", field="proof")  # fmt: skip
     return role, hash_bytes(signature)
+
+
+def _four_eyes_role(agreement: Agreement, request: ApprovalRequest, need: Mapping[str, Any], party: str) -> str:
+    """The role `party` grants in, for a transition that needs several approvals (new in 1.1).
+
+    Each approval comes from a different party (PW614 for a second grant by one party). Under
+    `approval by A, B distinct` the approver for A is the party the agreement binds to A, and a
+    party may fill only a slot still open.
+    Under `approvals N by R distinct` an approver is any party holding R in the store's party
+    registry with a key for it (checked after this, PW606), not only the agreement's party for R.
+    (A party the agreement binds to a role whose approval was given is the party that gave it: PW614.)
+    """
+    if any(g["party"] == party for g in request.grants):
+        raise refuse("PW614", f"party `{party}` already granted approval request `{request.id}`", field="approver",
+                      found=party, hint="another eligible party grants it")  # fmt: skip
+    remaining = list(approval_slots(need))
+    for given in request.grants:
+        if given["role"] in remaining:
+            remaining.remove(given["role"])
+    if need.get("count") is not None:
+        return remaining[0] if remaining else str(need["role"])
+    roles = [r for r in remaining if agreement.parties.get(r) == party]
+    if roles:
+        return roles[0]
+    wanted = ", ".join(remaining)
+    raise refuse("PW605", f"party `{party}` does not hold `{wanted}` in agreement `{agreement.id}`",
+                  field="approver", expected=wanted, found=party)  # fmt: skip
 
 
 def _given(bundle: Bundle, params: Mapping[str, Any]) -> dict[str, str]:
@@ -263,8 +298,13 @@ def grant(store: Store, request_id: str, approver_party: str, proof_b64: str,
         command = Command(request.transition, request.requester_role, request.requester_party,
                                    request.idempotency_key, _given(bundle, request.command["params"]),
                                    request.expect_version)  # fmt: skip
+        need = (bundle.transition(request.transition) or {}).get("approval") or {}
+        slots = approval_slots(need)
+        if len(request.grants) + 1 < len(slots):
+            return _grant_partly(store, db, agreement, request, command, role, approver_party, proof_digest, now)
+        approvers = tuple((str(g["role"]), str(g["party"])) for g in request.grants) if len(slots) > 1 else ()
         allowed = Grant(request.id, role, approver_party, request.preview_digest, request.expires_at,
-                                 request.created_at)  # fmt: skip
+                        request.created_at, (*approvers, (role, approver_party)) if approvers else ())  # fmt: skip
         result = run_in(store, db, agreement.id, command, now, grant=allowed)
         if result.replayed or result.status != "committed":
             raise refuse("PW604", f"the command of approval request `{request.id}` was already committed as "
@@ -273,6 +313,25 @@ def grant(store: Store, request_id: str, approver_party: str, proof_b64: str,
         _evidence(db, request, "approval_granted", role, approver_party, proof_digest, result.committed_at,
                   result.event_id)  # fmt: skip
     return result
+
+
+def _grant_partly(store: Store, db: Backend, agreement: Agreement, request: ApprovalRequest, command: Command,
+                  role: str, party: str, proof_digest: str, now: int) -> SubmitResult:  # fmt: skip
+    """Record one grant of several (four eyes, new in 1.1): the request stays pending with the grants so far.
+
+    The command path runs again first, unchanged (it must still be allowed; it finds the pending
+    request and changes nothing), then the grant's digest is recorded with an evidence record.
+    """
+    result = run_in(store, db, agreement.id, command, now)
+    if result.status != "waiting_for_approval":
+        raise refuse("PW604", f"the command of approval request `{request.id}` was already committed as "
+                      f"`{result.event_id}`", field="approval")  # fmt: skip
+    grants = [*request.grants, {"role": role, "party": party, "proof_digest": proof_digest, "granted_at": now}]
+    db.execute("UPDATE approval_requests SET grants = ? WHERE id = ? AND status = 'pending'",
+               (rows.dumps(grants), request.id))  # fmt: skip
+    _evidence(db, request, "approval_granted", role, party, proof_digest, now, None)
+    updated = replace(request, grants=tuple(grants))
+    return replace(result, approval=updated.to_json())
 
 
 def reject(store: Store, request_id: str, approver_party: str, proof_b64: str,

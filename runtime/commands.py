@@ -36,6 +36,7 @@ from pactwright.runtime import _agreement as rows
 from pactwright.runtime import _command_effects as effects
 from pactwright.runtime._agreement import Agreement, Bundle
 from pactwright.runtime._evaluate import evaluate, false_parts
+from pactwright.runtime._limits import check_limits, record_limits
 from pactwright.runtime.agreements import _encode
 from pactwright.runtime.clock import Clock, SystemClock, epoch_seconds
 from pactwright.runtime.effect_payload import PlannedCall, planned_calls
@@ -361,6 +362,15 @@ class Grant:
     preview_digest: str
     expires_at: int
     requested_at: int
+    # Four eyes (new in 1.1): the (role, party) of every grant this command consumes, the earlier
+    # ones first and this one last; empty for a transition that needs one approval.
+    approvers: tuple[tuple[str, str], ...] = ()
+
+    def rows(self) -> tuple[tuple[str, str, str], ...]:
+        """(approvals row id, role, party) per grant: the first keeps the request's id, the others `ID/K`."""
+        grants = self.approvers or ((self.approver_role, self.approver_party),)
+        return tuple((self.request_id if k == 0 else f"{self.request_id}/{k + 1}", role, party)
+                     for k, (role, party) in enumerate(grants))  # fmt: skip
 
 
 def run_in(store: Store, db: Backend, agreement_id: str, command: Command, now: int, *, dry_run: bool = False,
@@ -411,6 +421,8 @@ def run_in(store: Store, db: Backend, agreement_id: str, command: Command, now: 
     seq = agreement.version + 1
     planned = planned_calls(bundle, agreement, spec, now, seq)
     effects.check_budgets(bundle, spec, planned, seen)
+    usages = check_limits(db, bundle.doc, agreement.pact_id, agreement.parties, transition, planned, now,
+                          bundle.scale, lock=not dry_run) if planned else []  # fmt: skip
     postings, balances, variables = _postings(bundle, agreement, spec, now)
     approval_id = _approval(spec, grant)
     event_id = f"{agreement_id}/{seq}"
@@ -449,6 +461,7 @@ def run_in(store: Store, db: Backend, agreement_id: str, command: Command, now: 
         _record_grant(db, agreement, spec, digest, grant, now)
     _commit(db, bundle, agreement, after, result, spec, payload, digest, key, variables, approval_id, head)
     effects.write_calls(db, agreement, seq, planned, now)
+    record_limits(db, usages, now)
     if os.environ.get(CRASH_ENV) == "before_commit":  # TEST-ONLY: every row written, the transaction open
         os.kill(os.getpid(), signal.SIGKILL)
     return result
@@ -465,12 +478,14 @@ def _preview_digest(bundle: Bundle, agreement: Agreement, spec: Mapping[str, Any
 
 def _record_grant(db: Backend, agreement: Agreement, spec: Mapping[str, Any], digest: str, grant: Grant,
                   now: int) -> None:  # fmt: skip
-    """The granted approval as a one-use row, consumed by this command's event in the same transaction."""
-    db.execute(
-        "INSERT INTO approvals (id, agreement_id, transition, payload_digest, approver_role, approver_party, "
-        "granted_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (grant.request_id, agreement.id, spec["id"], digest, grant.approver_role, grant.approver_party, now),
-    )
+    """The granted approvals as one-use rows (one per grant), consumed by this command's event in the same
+    transaction."""
+    for row_id, role, party in grant.rows():
+        db.execute(
+            "INSERT INTO approvals (id, agreement_id, transition, payload_digest, approver_role, approver_party, "
+            "granted_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (row_id, agreement.id, spec["id"], digest, role, party, now),
+        )
 
 
 def _call_json(bundle: Bundle, agreement_id: str, seq: int, call: PlannedCall) -> dict[str, Any]:
@@ -561,8 +576,9 @@ def _write(db: Backend, before: Agreement, after: Agreement, result: SubmitResul
         )  # fmt: skip
     if approval_id is not None:
         db.execute(
-            "UPDATE approvals SET consumed_event_id = ?, consumed_at = ? WHERE id = ? AND consumed_event_id IS NULL",
-            (result.event_id, result.committed_at, approval_id),
+            "UPDATE approvals SET consumed_event_id = ?, consumed_at = ? WHERE (id = ? OR id LIKE ?) "
+            "AND consumed_event_id IS NULL",
+            (result.event_id, result.committed_at, approval_id, approval_id + "/%"),
         )
     rows.write(db, after, insert=False)
     db.execute(

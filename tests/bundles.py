@@ -11,6 +11,11 @@ from pactwright.compiler.pipeline import check_bytes
 ROOT = Path(__file__).resolve().parent.parent
 POLICIES = ROOT / "policies"
 REFERENCE = ("marketplace_milestone", "support_refund", "unsafe_chargeback")
+# The policies that show each language 1.1 feature: their bundles are golden too, so a compiler change that
+# moves a byte of the new artifacts (limits, properties, nested splits, four eyes...) shows in review.
+LANGUAGE_1_1 = ("desk_limit", "escrow_liveness", "four_eyes_refund", "marketplace_nested_fee", "partial_refund",
+                "refund_outcomes")  # fmt: skip
+GOLDEN = (*REFERENCE, *LANGUAGE_1_1)
 GOLDEN_BUNDLES = Path(__file__).resolve().parent / "golden" / "bundles"
 
 
@@ -28,7 +33,7 @@ def write_golden_bundles() -> list[Path]:
     import shutil
 
     written: list[Path] = []
-    for name in REFERENCE:
+    for name in GOLDEN:
         target = GOLDEN_BUNDLES / name
         shutil.rmtree(target, ignore_errors=True)
         for rel, data in reference_bundle(name).items():

@@ -11,14 +11,14 @@ import pytest
 
 from pactwright.canonical import hash_bytes, load_json
 from pactwright.manifest import MANIFEST_PATH, build_manifest
-from tests.bundles import GOLDEN_BUNDLES, POLICIES, REFERENCE, reference_bundle
+from tests.bundles import GOLDEN, GOLDEN_BUNDLES, POLICIES, reference_bundle
 
 
 def _tree(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-@pytest.mark.parametrize("name", REFERENCE)
+@pytest.mark.parametrize("name", GOLDEN)
 def test_bundle_matches_golden_files_byte_for_byte(name: str) -> None:
     golden = _tree(GOLDEN_BUNDLES / name)
     built = reference_bundle(name)
@@ -27,7 +27,7 @@ def test_bundle_matches_golden_files_byte_for_byte(name: str) -> None:
         assert built[path] == golden[path], f"{name}/{path} differs from its golden file"
 
 
-@pytest.mark.parametrize("name", REFERENCE)
+@pytest.mark.parametrize("name", GOLDEN)
 def test_manifest_lists_every_file_and_nothing_else(name: str) -> None:
     files = reference_bundle(name)
     manifest = load_json(files[MANIFEST_PATH], require_canonical=True)
@@ -39,14 +39,14 @@ def test_manifest_lists_every_file_and_nothing_else(name: str) -> None:
     assert manifest["candidate_hash"] == hash_bytes(files["candidate.json"])
 
 
-@pytest.mark.parametrize("name", REFERENCE)
+@pytest.mark.parametrize("name", GOLDEN)
 def test_every_json_artifact_is_canonical(name: str) -> None:
     for path, data in reference_bundle(name).items():
         if path.endswith(".json"):
             load_json(data, require_canonical=True)
 
 
-@pytest.mark.parametrize("name", REFERENCE)
+@pytest.mark.parametrize("name", GOLDEN)
 def test_manifest_hash_changes_with_any_byte_of_any_artifact(name: str) -> None:
     files = {p: d for p, d in reference_bundle(name).items() if p != MANIFEST_PATH}
     manifest = load_json(reference_bundle(name)[MANIFEST_PATH])
@@ -83,7 +83,7 @@ def _resolve_pointer(document: object, pointer: str) -> object:
     return node
 
 
-@pytest.mark.parametrize("name", REFERENCE)
+@pytest.mark.parametrize("name", GOLDEN)
 def test_every_clause_reaches_its_implementation(name: str) -> None:
     files = reference_bundle(name)
     trace = load_json(files["trace.json"])
@@ -91,8 +91,8 @@ def test_every_clause_reaches_its_implementation(name: str) -> None:
     labels = {line.split('"')[1] for line in source.splitlines() if line.startswith("clause ")}
     assert {c["clause"] for c in trace["clauses"]} == labels
     for clause in trace["clauses"]:
-        assert clause["transitions"] or clause["invariants"]
-        for item in trace["transitions"] + trace["invariants"]:
+        assert clause["transitions"] or clause["invariants"] or clause.get("properties")
+        for item in trace["transitions"] + trace["invariants"] + trace.get("properties", []):
             if item["clause"] != clause["clause"]:
                 continue
             span = item["span"]

@@ -600,13 +600,15 @@ def test_amount_is_a_name_wherever_a_name_may_stand() -> None:
     assert go["calls"][1]["effect"] == "other"
 
 
-def test_amount_is_not_a_reserved_word_but_the_other_words_are() -> None:
-    from pactwright.compiler.parser import CONTEXTUAL_KEYWORDS, keywords
+def test_amount_is_not_a_reserved_word_and_since_1_1_nor_most_others() -> None:
+    from pactwright.compiler.parser import CONTEXTUAL_KEYWORDS, grammar_words, keywords
 
     assert "amount" in CONTEXTUAL_KEYWORDS
     assert "amount" not in keywords()
-    assert {"call", "key", "effect"} <= keywords()
-    result = check_text(HEAD.replace("role buyer", "role key"))
+    assert {"call", "key", "effect"} <= grammar_words() - keywords()
+    result = check_text(HEAD.replace("role buyer", "role key").replace("by buyer", "by key"))
+    assert "PW109" not in {d.code for d in result.diagnostics}
+    result = check_text(HEAD + "param now: money between 0.00 and 1.00\n")
     assert "PW109" in {d.code for d in result.diagnostics}
 
 

@@ -53,29 +53,44 @@ def _fill(address: str, agreement: str) -> str:
 def _expected(
     table: dict[str, Any], transition: dict[str, Any], values: dict[str, int | Fraction]
 ) -> list[tuple[str, str, int]]:
-    """Postings derived from the transition table alone (independent of Numscript)."""
+    """Postings derived from the transition table alone (independent of Numscript).
+
+    Zero parts post nothing and consecutive parts of one send to one account
+    are one posting, as Numscript writes them (a nested split, new in 1.1,
+    can pay the platform twice in a row); two transfers are two sends."""
     accounts = {a["name"]: _fill(a["address"], "a1") for a in table["accounts"]}
     out: list[tuple[str, str, int]] = []
     for posting in transition["postings"]:
         source = posting["amount_source"]
         amount = int(source["minor"]) if source["kind"] == "literal" else int(values[source["var"]])
-        rule = posting["rule"]
         src = accounts[posting["source"]]
-        if rule["kind"] == "single":
-            out.append((src, accounts[rule["to"]], amount))
-            continue
-        portions = rule["portions"]
-        if rule["kind"] == "capped":
-            left = amount
-            for portion in portions:
-                take = (
-                    left
-                    if portion["kind"] == "remaining"
-                    else min(left, int(portion.get("max_minor") or values[portion["param"]]))
-                )
-                out.append((src, accounts[portion["to"]], take))
-                left -= take
-            continue
+        first = len(out)  # parts merge within one send, never across two transfers
+        for name, part in _parts(amount, posting["rule"], values):
+            if part == 0:
+                continue
+            if len(out) > first and out[-1][:2] == (src, accounts[name]):
+                part += out.pop()[2]
+            out.append((src, accounts[name], part))
+    return out
+
+
+def _parts(amount: int, rule: dict[str, Any], values: dict[str, int | Fraction]) -> list[tuple[str, int]]:
+    """(account, part) of one rule, a nested split's parts in place of its portion."""
+    if rule["kind"] == "single":
+        return [(rule["to"], amount)]
+    portions = rule["portions"]
+    if rule["kind"] == "capped":
+        takes: list[int] = []
+        left = amount
+        for portion in portions:
+            take = (
+                left
+                if portion["kind"] == "remaining"
+                else min(left, int(portion.get("max_minor") or values[portion["param"]]))
+            )
+            takes.append(take)
+            left -= take
+    else:
         shares = [
             Fraction(portion["share"]) if "share" in portion else Fraction(values[portion["param"]])
             for portion in portions
@@ -83,11 +98,13 @@ def _expected(
         ]
         fractions = [*shares, 1 - sum(shares)]
         exact = [amount * f for f in fractions]
-        floors = [int(x.numerator // x.denominator) for x in exact]
-        for index in range(amount - sum(floors)):
-            floors[index] += 1
-        out.extend((src, accounts[p["to"]], share) for p, share in zip(portions, floors, strict=True))
-    return [p for p in out if p[2] > 0]
+        takes = [int(x.numerator // x.denominator) for x in exact]
+        for index in range(amount - sum(takes)):
+            takes[index] += 1
+    out: list[tuple[str, int]] = []
+    for portion, take in zip(portions, takes, strict=True):
+        out.extend(_parts(take, portion["split"], values) if "split" in portion else [(portion["to"], take)])
+    return out
 
 
 def _run(path: Path, tid: str, amount_seed: int, percent_seed: int) -> None:

@@ -86,6 +86,13 @@ CASES = [
         {"price": "1.00"},
     ),
     Planted(
+        "nested_fee_leaves_seller_nothing",
+        frozenset({"seller_paid_on_release"}),
+        ("fund", "deliver", "release"),
+        "`release` is three commands from `draft`; at 2.51 the cent after the fee rounds to the platform",
+        {"price": "2.51"},
+    ),
+    Planted(
         "retry_non_idempotent",
         frozenset({"payout_at_most_once", "effect_max_calls", "effect_applied_once"}),
         ("pay", "fault send_payout (lost_response)", "runtime send_payout", "dispatch send_payout"),
@@ -261,6 +268,13 @@ CASES = [
         " 1.01 over a price of 1.00 (the fix bounds `partial` by `price`, new in 1.1)",
         params={"partial": "1.01", "price": "1.00"},
     ),
+    Planted(
+        "single_approver_four_eyes",
+        frozenset({"four_eyes"}),
+        ("approve issue", "issue", "dispatch refund_payment"),
+        "the refund takes effect only once `issue` committed (one approval, then the command) and its call was"
+        " delivered; the fix needs two approvals (`approvals(issue)`, new in 1.1)",
+    ),
 ]
 
 
@@ -310,7 +324,7 @@ def test_every_planted_bug_has_a_fixed_twin_and_a_row() -> None:
     bugs = sorted(p.name.removesuffix(".bug.pact") for p in PLANTED.glob("*.bug.pact"))
     fixed = sorted(p.name.removesuffix(".fixed.pact") for p in PLANTED.glob("*.fixed.pact"))
     assert bugs == fixed
-    assert bugs == sorted([*(case.name for case in CASES), *LIVENESS])
+    assert bugs == sorted([*(case.name for case in CASES), *LIVENESS, *LIMITS])
     assert len(bugs) >= 27  # seventeen pairs, and ten more for exact amounts, stuck funds, loops and effects
 
 
@@ -565,3 +579,28 @@ def test_a_reconcilable_refund_holds_and_reconciliation_is_explored() -> None:
     phases = set(report["coverage"]["effect_phases"]["issue:refund_payment"])
     assert {"needs_reconciliation", "abandoned_uncertain"} <= phases
     assert phases & {"reconciled_recovered", "reconciled_not_occurred"}
+
+
+# limits across agreements (new in 1.1) ------------------------------------------------
+
+LIMITS = ("desk_limit_crossed",)
+
+
+def test_a_desk_limit_crossed_by_two_agreements_is_found_and_its_fix_holds() -> None:
+    """With two agreements the bug's two same-day refunds cross the limit; its fix holds; one agreement
+    says the limit was not checked across agreements, never that it holds."""
+    path = PLANTED / "desk_limit_crossed.bug.pact"
+    report = _verify(path.read_bytes(), path.name, Bounds(agreements=2))
+    assert report["verdict"] == "fail"
+    (limit,) = report["limits"]
+    assert limit["name"] == "limit:desk_daily" and limit["verdict"] == "violated"
+    found = report["counterexamples"][limit["counterexample"]]
+    assert found["replayed"] is True
+    assert [e["command"] for e in found["events"]].count("refund") == 2
+    assert len({e["agreement"] for e in found["events"]}) == 2
+    fixed = PLANTED / "desk_limit_crossed.fixed.pact"
+    passing = _verify(fixed.read_bytes(), fixed.name, Bounds(agreements=2))
+    assert passing["verdict"] == "pass" and passing["limits"][0]["verdict"] == "holds-to-bound"
+    single = _verify(path.read_bytes(), path.name, Bounds())
+    assert single["limits"][0]["verdict"] == "not-checked-across-agreements"
+    assert "not checked across agreements" in single["limits"][0]["method"]

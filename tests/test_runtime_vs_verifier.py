@@ -139,8 +139,12 @@ def _pair(name: str, effect: str, transition: str, moves: tuple[tuple[str, str],
 KNOWN: Known = {
     **_lost("refund_with_fee.pact", "send_payout", "pay", RETRIED),
     **_lost("support_refund.pact", "refund_payment", "issue", RECONCILED),
+    **_lost("four_eyes_refund.pact", "refund_payment", "issue", RECONCILED),  # four eyes (new in 1.1)
+    **_pair("single_approver_four_eyes", "refund_payment", "issue", RECONCILED),
     **_lost("escrow_liveness.pact", "refund_payment", "refund", RETRIED),
     **_lost("refund_outcomes.pact", "refund_payment", "refund", RECONCILED),
+    **_lost("desk_limit.pact", "refund_payment", "refund", RETRIED),  # limits (new in 1.1)
+    **_pair("desk_limit_crossed", "refund_payment", "refund", RETRIED),
     **_pair("confirm_before_acknowledged", "refund_payment", "refund", RECONCILED),
     **_pair("approval_less_payout", "send_payout", "pay", RETRIED),
     **_pair("approval_on_wrong_transition", "send_claim_payment", "pay", RECONCILED),
@@ -327,31 +331,44 @@ class Driver:
         self.sites.moved(step.effects)
         return True
 
+    def _approvers(self, transition: str) -> list[tuple[str, str]]:
+        """(role, party) of each approval `transition` requires: the agreement's party per listed role, or for
+        `approvals N by ROLE` (four eyes, new in 1.1) N parties holding ROLE in the registry."""
+        spec = self.transitions[transition]["approval"]
+        role = spec["role"]
+        if spec.get("count") is not None:
+            first = self.parties[role]
+            return [(role, first), *((role, f"{first}{k}") for k in range(2, int(spec["count"]) + 1))]
+        return [(r, self.parties[r]) for r in (role, *(spec.get("also") or ()))]
+
     def _approve(self, path: paths.VerifierPath, number: int, transition: str, aid: str, clock: TestClock) -> bool:
-        """The verifier's approval token: the approving role's party, registered with its key, will grant the
+        """The verifier's approval token: the approving roles' parties, registered with their keys, will grant the
         path's next command of `transition` when it parks (the runtime has nothing to record before that)."""
         spec = self.transitions[transition]["approval"]
         command = next(s for s in path.steps[number:] if s.kind == "command" and s.transition == transition)
         _, party = self._role_party(command)
-        approver = self.parties[spec["role"]]
-        if spec.get("not_requester") and approver == party:
-            self._say(path, number, f"approval of `{transition}`", "granted", "the requester cannot approve")
-            return False
-        with self.store.transaction(write=False) as db:
-            known = key_for(db, approver, spec["role"])
-        if known is None:
-            add_party(self.store, approver, spec["role"], raw_public_key(key(approver).private.public_key()), T0)
+        for role, approver in self._approvers(transition):
+            if spec.get("not_requester") and approver == party:
+                self._say(path, number, f"approval of `{transition}`", "granted", "the requester cannot approve")
+                return False
+            with self.store.transaction(write=False) as db:
+                known = key_for(db, approver, role)
+            if known is None:
+                add_party(self.store, approver, role, raw_public_key(key(approver).private.public_key()), T0)
         return True
 
     def _submit(self, aid: str, transition: str, role: str, party: str, number: int, clock: TestClock) -> None:
-        """Submit a command; one that needs an approval parks, and the approver grants it with a signature."""
+        """Submit a command; one that needs approvals parks, and each approver grants it with a signature."""
         result = submit(self.store, aid, transition, role, party, f"step-{number}", clock=clock)
         if result.status != "waiting_for_approval":
             return
-        approver = self.parties[self.transitions[transition]["approval"]["role"]]
         request = result.approval
         statement = approvals.decision_statement(request["id"], request["preview_digest"], "grant")
-        approvals.grant(self.store, request["id"], approver, sign_statement(key(approver).private, statement), clock)
+        for _, approver in self._approvers(transition):
+            granted = approvals.grant(self.store, request["id"], approver, sign_statement(key(approver).private,
+                                      statement), clock)  # fmt: skip
+            if granted.status == "committed":
+                break
 
     def _compare(self, path: paths.VerifierPath, number: int, step: paths.Step, aid: str, clock: TestClock) -> None:
         agreement = show(self.store, aid).agreement

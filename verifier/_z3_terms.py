@@ -282,6 +282,8 @@ class Encoder:
             return env.reached(expr["name"])
         if op == "approved":
             return env.approved(expr["name"])
+        if op == "approvals":  # four eyes (new in 1.1): the count T's commit consumed, once it committed
+            return Num(z3.If(env.approved(expr["name"]), z3.IntVal(int(expr["value"])), z3.IntVal(0)), 1)
         args = expr.get("args", [])
         if op == "not":
             return z3.Not(self.boolean(args[0]))
@@ -455,7 +457,14 @@ def split(encoder: Encoder, space: ParamSpace, posting: Json) -> Split:
     if rule["kind"] == "single":
         out.portions.append((rule["to"], amount))
         return out
+    out.portions.extend(_split_parts(space, amount, rule))
+    return out
+
+
+def _split_parts(space: ParamSpace, amount: Any, rule: Json) -> list[tuple[str, Any]]:
+    """(account, share term) of a split; a nested split (new in 1.1) shares out its portion's term."""
     portions = rule["portions"]
+    parts: list[Any] = []
     if rule["kind"] == "capped":
         left = amount
         for portion in portions:
@@ -464,9 +473,9 @@ def split(encoder: Encoder, space: ParamSpace, posting: Json) -> Split:
             else:
                 cap = z3.IntVal(int(portion["max_minor"])) if "max_minor" in portion else _money_param(space, portion)
                 take = z3.If(left < cap, left, cap)  # Python's min(cap, left)
-            out.portions.append((portion["to"], take))
+            parts.append(take)
             left = left - take
-        return out
+        return _nested(space, portions, parts)
     shares: list[Num] = []
     for portion in portions:
         if portion["kind"] == "remaining":
@@ -481,8 +490,18 @@ def split(encoder: Encoder, space: ParamSpace, posting: Json) -> Split:
     scaled.append(den - sum(scaled, z3.IntVal(0)))  # `remaining` takes 1 - the others
     floors = [(amount * part) / den for part in scaled]
     leftover = amount - sum(floors, z3.IntVal(0))
-    for index, (portion, base) in enumerate(zip(portions, floors, strict=True)):
-        out.portions.append((portion["to"], base + z3.If(leftover > index, 1, 0)))
+    for index, base in enumerate(floors):
+        parts.append(base + z3.If(leftover > index, 1, 0))
+    return _nested(space, portions, parts)
+
+
+def _nested(space: ParamSpace, portions: list[Json], parts: list[Any]) -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    for portion, part in zip(portions, parts, strict=True):
+        if "split" in portion:
+            out.extend(_split_parts(space, part, portion["split"]))
+        else:
+            out.append((portion["to"], part))
     return out
 
 

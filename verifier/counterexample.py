@@ -496,6 +496,10 @@ def _replayed_violation(
         last = moves[-1]
         transition = replayer.transitions.get(last.name, {})
         return bool(transition.get("postings")) and any(s in replayer.final_states for s in transition.get("from", []))
+    if invariant.startswith("limit:"):  # new in 1.1: a limit across agreements, all in one window
+        limit = next((x for x in table.get("limits") or () if f"limit:{x['name']}" == invariant), None)
+        used = sum(effect_total[agr.agreement].get(limit["effect"], 0) for agr in agreements) if limit else 0
+        return limit is not None and used > int(limit["max"])
     spec = next((i for i in table["invariants"] if i["name"] == invariant), None)
     if spec is None:
         return False

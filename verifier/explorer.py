@@ -22,6 +22,7 @@ from itertools import product
 from typing import Any
 
 from pactwright import movement
+from pactwright.bundle_models import Approval
 from pactwright.errors import VerifyError
 from pactwright.expr_text import render_expr
 from pactwright.money import Percent, format_money
@@ -79,6 +80,18 @@ class Refusal:
     transition: str
     message: str
     condition: Any = None  # (path condition id, formula) where it is refused; None in a concrete run
+
+
+def _approval_tokens(model: Model) -> list[tuple[int, str]]:
+    """(transition, approver role) per approval token: the first of each approval transition, in
+    `approval_transitions` order, then the further ones of four-eyes transitions (new in 1.1)."""
+    tokens: list[tuple[int, str]] = []
+    extra: list[tuple[int, str]] = []
+    for t in model.approval_transitions:
+        roles = Approval.model_validate(model.transitions[t]["approval"]).slots()
+        tokens.append((t, roles[0]))
+        extra.extend((t, role) for role in roles[1:])
+    return tokens + extra
 
 
 @dataclass
@@ -200,7 +213,7 @@ class Explorer:
             stamps=len(model.stamps),
             transitions=len(model.transitions),
             sites=len(model.sites),
-            approvals=len(model.approval_transitions),
+            approvals=len(_approval_tokens(model)),
             accounts=len(model.accounts),
             zone_size=self.zones.size,
         )
@@ -227,6 +240,12 @@ class Explorer:
         self.invariant_dims = [model.invariant_dims[name] for name, _ in self.invariants]
         self.postings = [self._compile_postings(t) for t in model.transitions]
         self.approval_slot = {t: k for k, t in enumerate(model.approval_transitions)}
+        # Four eyes (new in 1.1): each required approval is its own token and move. A transition's
+        # first token has its `approval_slot` index (what `approved(T)` reads), its others follow.
+        self.token_role: list[str] = [role for _, role in _approval_tokens(model)]
+        self.approval_tokens: dict[int, list[int]] = {}
+        for k, (t, _) in enumerate(_approval_tokens(model)):
+            self.approval_tokens.setdefault(t, []).append(k)
         self.first_role = [self._actor(t) for t in model.transitions]
         self.approver = {t: model.transitions[t]["approval"]["role"] for t in model.approval_transitions}
         self.compensation_of = {s.index: s.compensation for s in model.sites if s.compensation}
@@ -235,6 +254,11 @@ class Explorer:
         self.scheduled = frozenset(
             t["id"] for t in model.transitions if any(model.roles.get(r, {}).get("clock") for r in t["roles"])
         )
+        # Limits across agreements (new in 1.1): (name, max minor units, the call sites of its effect).
+        self.limits = [
+            (f"limit:{lim['name']}", int(lim["max"]), [x.index for x in model.sites if x.effect == lim["effect"]])
+            for lim in model.limits
+        ]
         self.reentry_warned = False
         self.warnings: list[str] = []
         # Off while a counterexample is re-simulated, so agreement numbers stay put.
@@ -488,8 +512,8 @@ class Explorer:
             if block[0] not in sources:
                 continue
             slot = self.approval_slot.get(t)
-            if slot is not None and not block[self.layout.tokens + slot] & 1:
-                continue
+            if slot is not None and not all(block[self.layout.tokens + k] & 1 for k in self.approval_tokens[t]):
+                continue  # the command is enabled only with every approval it requires
             if not self.guard_dims[t]:
                 whole = whole or self.view(block)
                 yield from self._guarded(block, whole, t, slot, None, self.zone(block))
@@ -601,7 +625,8 @@ class Explorer:
             new[lay.happened + s] = 0
             new[lay.carried + s] = value
         if slot is not None:
-            new[lay.tokens + slot] = 2  # consumed: approved(t) holds from now on
+            for k in self.approval_tokens[t]:
+                new[lay.tokens + k] = 2  # consumed: approved(t) holds from now on
         new[lay.reached] |= 1 << self.targets[t]
         new[lay.balances : lay.balances + lay.accounts] = balances
         edge = None
@@ -610,9 +635,14 @@ class Explorer:
         yield move, tuple(new), 0, edge
 
     def _over_full(self, view: View, rule: Json) -> Formula:
-        """Whether an allotment's shares add up to more than 100% (the ledger refuses it, PW756)."""
+        """Whether an allotment's shares add up to more than 100% (the ledger refuses it, PW756),
+        in the rule or in a split nested in it (new in 1.1)."""
+        over: Formula = False
+        for portion in rule.get("portions", ()):
+            if "split" in portion:
+                over = self.space.disj(over, self._over_full(view, portion["split"]))
         if rule["kind"] != "allotment":
-            return False
+            return over
         total: Any = 0
         for portion in rule["portions"]:
             if portion["kind"] == "remaining":
@@ -622,7 +652,7 @@ class Explorer:
                 total = total + Fraction(int(num), int(den))
             else:
                 total = total + view.p[self.model.param_index[portion["param"]]]
-        return self.space.compare(">", total, 1)
+        return self.space.disj(over, self.space.compare(">", total, 1))
 
     def _shortfall(self, account: int, balance: Any) -> str:
         name = self.model.accounts[account]["name"]
@@ -643,9 +673,16 @@ class Explorer:
             return [(index[account], delta) for account, delta in movement.move(amount, name, rule, values)]
         if rule["kind"] == "single":
             return [(source, -amount), (index[rule["to"]], amount)]
-        moves: list[tuple[int, Any]] = [(source, -amount)]
+        return [(source, -amount), *self._split_symbolic(view, amount, rule)]
+
+    def _split_symbolic(self, view: View, amount: Any, rule: Json) -> list[tuple[int, Any]]:
+        """(account, part) of a split over unknowns, as `movement.split` computes it: a capped
+        portion takes min(cap, what is left), an allotment's floor(share x amount) plus its
+        remainder unit, and a nested split (new in 1.1) shares out its portion's part the same
+        way, so its forms nest those derived symbols exactly."""
+        index = self.model.account_index
         portions = rule["portions"]
-        symbolic = is_sym(amount)
+        parts: list[Any] = []
         if rule["kind"] == "capped":
             left = amount
             for portion in portions:
@@ -657,20 +694,26 @@ class Explorer:
                         if "max_minor" in portion
                         else view.p[self.model.param_index[portion["param"]]]
                     )
-                    take = self.space.minimum(cap, left) if symbolic or is_sym(cap) else min(cap, left)
-                moves.append((index[portion["to"]], take))
+                    take = self.space.minimum(cap, left) if is_sym(left) or is_sym(cap) else min(cap, left)
+                parts.append(take)
                 left = left - take
-            return moves
-        shares: list[Any] = []
-        for portion in portions:
-            if portion["kind"] == "remaining":
-                continue
-            if "share" in portion:
-                num, den = portion["share"].split("/")
-                shares.append(Fraction(int(num), int(den)))
+        else:
+            shares: list[Any] = []
+            for portion in portions:
+                if portion["kind"] == "remaining":
+                    continue
+                if "share" in portion:
+                    num, den = portion["share"].split("/")
+                    shares.append(Fraction(int(num), int(den)))
+                else:
+                    shares.append(view.p[self.model.param_index[portion["param"]]])
+            parts = self._allot_symbolic(amount, shares)
+        moves: list[tuple[int, Any]] = []
+        for portion, part in zip(portions, parts, strict=True):
+            if "split" in portion:
+                moves.extend(self._split_symbolic(view, part, portion["split"]))
             else:
-                shares.append(view.p[self.model.param_index[portion["param"]]])
-        moves.extend(zip((index[p["to"]] for p in portions), self._allot_symbolic(amount, shares), strict=True))
+                moves.append((index[portion["to"]], part))
         return moves
 
     def _allot_symbolic(self, amount: Any, shares: list[Any]) -> list[Any]:
@@ -699,12 +742,13 @@ class Explorer:
 
     def _approvals(self, block: State) -> Iterator[tuple[Move, State, int, str | None]]:
         lay = self.layout
-        for t, slot in self.approval_slot.items():
-            if block[0] in self.sources[t] and not block[lay.tokens + slot] & 1:
-                new = list(block)
-                new[lay.tokens + slot] |= 1
-                move = Move("approve", 0, self.approver[t], self.model.transitions[t]["id"])
-                yield move, tuple(new), 0, None
+        for t, tokens in self.approval_tokens.items():
+            for k in tokens:
+                if block[0] in self.sources[t] and not block[lay.tokens + k] & 1:
+                    new = list(block)
+                    new[lay.tokens + k] |= 1
+                    move = Move("approve", 0, self.token_role[k], self.model.transitions[t]["id"])
+                    yield move, tuple(new), 0, None
 
     def _effects(self, block: State) -> Iterator[tuple[Move, State, int, str | None]]:
         lay = self.layout
@@ -863,6 +907,44 @@ class Explorer:
             if self.stuck(block):
                 out.append(("funds_not_stuck", self._stuck_message(block)))
         out.extend(("funds_available", refusal.message) for _, _, refusal in self.refusals(state))
+        out.extend((name, why) for name, why, _ in self.limit_violations(blocks))
+        return out
+
+    def limit_violations(self, blocks: list[State]) -> list[tuple[str, str, Condition | None]]:
+        """Limits crossed by the explored agreements together (new in 1.1): (name, explanation, where).
+
+        Every explored commit is taken to fall in one window (the worst case) and, for a limit
+        counted `per ROLE`, the same party to hold ROLE in every agreement, so the usage is the
+        money the limit's effect took effect with, summed over all agreements.
+        """
+        out: list[tuple[str, str, Condition | None]] = []
+        lay = self.layout
+        for name, most, sites in self.limits:
+            used: Any = 0
+            for block in blocks:
+                for s in sites:
+                    used = used + block[lay.totals + s]
+            crossed = self.space.compare(">", used, most)
+            if crossed is False:
+                continue
+            where: Condition | None = NOWHERE_NEEDED
+            if isinstance(crossed, tuple) or self.symbolic:
+                formulas: frozenset[Any] = frozenset().union(*(self.space.pcs[b[2]] for b in blocks))
+                pc = self.space.pc(formulas)
+                sat, _ = self.space.satisfiable(pc, crossed)
+                if sat is not True:
+                    continue
+                where = (pc, crossed)
+            shown = format_money(used, self.model.scale) if isinstance(used, int) else "more"
+            count = len(blocks)
+            out.append(
+                (
+                    name,
+                    f"{count} agreement{'s' if count != 1 else ''} in one window carry {shown} "
+                    f"(limit {format_money(most, self.model.scale)})",
+                    where,
+                )
+            )
         return out
 
     def _block_violations(self, block: State) -> list[tuple[str, str, Condition | None]]:
@@ -1159,6 +1241,7 @@ class Explorer:
         index: dict[tuple[int, ...], int] = {}
         violations: dict[str, Violation] = {}
         wanted = {name for name, _ in self.invariants} | set(BUILTIN_NAMES)
+        wanted |= {name for name, _, _ in self.limits}
         stop_on = self.bounds.stop_on
         queue: deque[int] = deque()
         edges = 0
@@ -1186,6 +1269,10 @@ class Explorer:
                     for name, why, condition in block_violations[bid]:
                         if name in wanted:
                             found(name, Violation(name, sid, why, witness=self.witness_of(condition)))
+            if self.limits:
+                for name, why, condition in self.limit_violations([blocks[b] for b in state[1:]]):
+                    if name in wanted:
+                        found(name, Violation(name, sid, why, witness=self.witness_of(condition)))
             queue.append(sid)
             return sid
 

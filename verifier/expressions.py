@@ -267,6 +267,13 @@ class ExpressionCompiler:
             return "False"
         return f"bool(v.approved[{self.model.approval_transitions.index(index)}])"
 
+    def _op_approvals(self, expr: Json) -> str:
+        """Four eyes (new in 1.1): the approvals T's commit consumed (`value`), once T committed with them."""
+        index = self.model.transition_index[expr["name"]]
+        if index not in self.model.approval_transitions:
+            return "0"
+        return f"({int(expr['value'])} if v.approved[{self.model.approval_transitions.index(index)}] else 0)"
+
     def _outcome(self, expr: Json) -> str:
         """Whether the latest call at some `call E` stands in the outcome's phase (new in 1.1)."""
         phase = int(OUTCOME_PHASES[expr["op"]])

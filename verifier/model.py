@@ -74,6 +74,8 @@ class Model:
     invariant_dims: dict[str, tuple[Dim, ...]] = field(default_factory=dict)
     # Liveness properties (new in 1.1), as `model.json` holds them; empty when none.
     properties: list[Json] = field(default_factory=list)
+    # Limits across agreements (new in 1.1), as `model.json` holds them; empty when none.
+    limits: list[Json] = field(default_factory=list)
 
     @property
     def state_final(self) -> list[bool]:
@@ -306,7 +308,23 @@ def load_model(doc: Json) -> Model:
         effects=effects,
         invariants=doc["invariants"],
         properties=list(doc.get("properties") or []),
+        limits=_limits(doc, sites),
         roles={r["name"]: r for r in doc["roles"]},
         bounds=doc["bounds"],
         approval_transitions=[i for i, t in enumerate(transitions) if t["approval"]],
     )
+
+
+def _limits(doc: Json, sites: list[Any]) -> list[Json]:
+    """The model's limits (new in 1.1), checked: each sums a carried amount over a positive window."""
+    out: list[Json] = []
+    for limit in doc.get("limits") or []:
+        if not any(s.effect == limit["effect"] and s.amount is not None for s in sites):
+            raise VerifyError(
+                f"limit `{limit['name']}` sums `{limit['effect']}`, which no call site carries money for",
+                code="PW311",
+            )
+        if not str(limit["max"]).isdigit() or not isinstance(limit["window"], int) or limit["window"] <= 0:
+            raise VerifyError(f"limit `{limit['name']}` has a bad `max` or `window`", code="PW312")
+        out.append(limit)
+    return out

@@ -117,7 +117,7 @@ def mutations(doc: Json) -> list[Mutation]:
             rule = posting["rule"]
             if rule["kind"] in ("allotment", "capped"):
                 portions = rule["portions"]
-                if len(portions) > 1 and portions[0]["to"] != portions[-1]["to"]:
+                if len(portions) > 1 and _where(portions[0]) != _where(portions[-1]):
                     out.append(
                         Mutation(
                             f"split:{tid}:{p_index}",
@@ -179,7 +179,11 @@ def apply(doc: Json, mutation: Mutation) -> Json:
     elif mutation.kind == "split":
         portions = transition["postings"][mutation.posting]["rule"]["portions"]
         first, last = portions[0], portions[-1]
-        first["to"], last["to"] = last["to"], first["to"]
+        first_where, last_where = _where(first), _where(last)
+        for portion, where in ((first, last_where), (last, first_where)):
+            portion.pop("to", None)
+            portion.pop("split", None)
+            portion.update(where)
     elif mutation.kind == "amount":
         posting = transition["postings"][mutation.posting]
         posting["amount"] = {
@@ -368,3 +372,8 @@ def run(
                 if invariant["verdict"] == "holds-to-bound":
                     invariant["verdict"] = "vacuous-suspect"
     return results
+
+
+def _where(portion: Json) -> Json:
+    """Where a split portion's part goes: `to` an account or (new in 1.1) on to a nested `split`."""
+    return {key: portion[key] for key in ("to", "split") if key in portion}

@@ -64,6 +64,8 @@ def _value(expr: Json, agr: ReplayAgreement, now: int, balances: dict[str, int],
         return expr["name"] in agr.reached
     if op == "approved":
         return expr["name"] in extra["approved"]
+    if op == "approvals":  # four eyes (new in 1.1): the count T's commit consumed, once it committed
+        return int(expr["value"]) if expr["name"] in extra["approved"] else 0
     if op in ("acknowledged", "reconciled", "abandoned"):
         return expr["name"] in extra.get("outcomes", {}).get(op, ())
     values = [_value(a, agr, now, balances, extra) for a in args]

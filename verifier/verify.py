@@ -172,6 +172,9 @@ def verify_files(files: Mapping[str, bytes], options: VerifyOptions) -> Json:
         from pactwright.verifier import liveness
 
         properties = liveness.check(explorer, result)
+    from pactwright.verifier._limits_report import limit_verdicts
+
+    limits = limit_verdicts(model, result, index_of, options.bounds.agreements)
     invariants: list[Json] = []
     for spec in model.invariants:
         invariants.append(_verdict(spec["name"], spec["clause"], False, result, index_of))
@@ -194,7 +197,7 @@ def verify_files(files: Mapping[str, bytes], options: VerifyOptions) -> Json:
 
     unknown_queries: int = getattr(result, "unknown_queries", 0)
     complete = _completeness.is_complete(result.exhausted, unknown_queries, invariants, properties)
-    verdict = _completeness.verdict_of(invariants, complete, options.allow_incomplete, properties)
+    verdict = _completeness.verdict_of([*invariants, *limits], complete, options.allow_incomplete, properties)
     warnings = list(result.warnings) + _completeness.bound_warnings(
         model, result, options.bounds, unknown_queries, complete, options.allow_incomplete, verdict == "fail"
     )
@@ -226,6 +229,7 @@ def verify_files(files: Mapping[str, bytes], options: VerifyOptions) -> Json:
         "allow_incomplete": options.allow_incomplete,
         "invariants": invariants,
         **({"properties": properties} if properties else {}),
+        **({"limits": limits} if limits else {}),
         "counterexamples": found,
         "amounts": amounts,
         "mutants": mutants,
@@ -334,6 +338,10 @@ def _limits(options: VerifyOptions, result: ExplorationResult, model: Model) -> 
             "guards on `applied(EFFECT)` or `total(EFFECT)` read whether the effect really happened, "
             "which the runtime cannot know after a lost response"
         )
+    if model.limits:  # new in 1.1
+        from pactwright.verifier._limits_report import ASSUMPTION
+
+        limits.append(ASSUMPTION)
     if not result.exhausted:
         limits.insert(0, f"states beyond depth {result.depth_reached} or beyond the first {len(result.states)} states")
     return limits

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pactwright.compiler.checks import (
     accounts,
     effects,
+    four_eyes,
     guards,
     names,
     outcomes,
@@ -14,6 +15,7 @@ from pactwright.compiler.checks import (
     transfers,
     values,
 )
+from pactwright.compiler.checks import limits as cross_agreement_limits
 from pactwright.compiler.checks import properties as liveness
 from pactwright.compiler.checks._registry import REGISTRY, Check, CheckContext, check
 from pactwright.compiler.checks.guards import type_all
@@ -23,8 +25,11 @@ from pactwright.diagnostics import Diagnostic
 
 __all__ = ["REGISTRY", "Check", "CheckContext", "check", "run_checks"]
 
-# registration order
-_TOPICS = (names, states, values, related, accounts, transfers, effects, payloads, guards, outcomes, liveness)
+# registration order (related, four_eyes, outcomes, liveness and the limits are new in 1.1)
+_TOPICS = (
+    names, states, values, related, accounts, transfers, effects, four_eyes, payloads, guards, outcomes, liveness,
+    cross_agreement_limits,
+)  # fmt: skip
 
 
 def run_checks(sym: Symbols) -> tuple[CheckContext, list[Diagnostic]]:

@@ -6,9 +6,10 @@ import difflib
 from collections.abc import Collection, Iterator
 
 from pactwright.compiler import ast
+from pactwright.compiler._reserved import EXPRESSION
 from pactwright.compiler.checks._registry import CheckContext, check
 from pactwright.compiler.expressions import SUGGEST_LIMIT
-from pactwright.compiler.parser import keywords
+from pactwright.compiler.parser import reservations
 from pactwright.diagnostics import Diagnostic
 
 
@@ -56,28 +57,52 @@ def duplicate_declarations(ctx: CheckContext) -> Iterator[Diagnostic]:
             seen_keys.add(key)
 
 
-def _names_in(decl: ast.Decl) -> Iterator[ast.Ident]:
-    if isinstance(decl, ast.RoleDecl | ast.ParamDecl | ast.AccountDecl | ast.EffectDecl | ast.StateDecl):
-        yield decl.name
+def _names_in(decl: ast.Decl) -> Iterator[tuple[str, ast.Ident]]:
+    """Every name a declaration gives, with the kind of thing it names."""
+    kinds: tuple[tuple[type[ast.Node], str], ...] = (
+        (ast.RoleDecl, "role"),
+        (ast.ParamDecl, "param"),
+        (ast.AccountDecl, "account"),
+        (ast.EffectDecl, "effect"),
+        (ast.StateDecl, "state"),
+        (ast.TransitionDecl, "transition"),
+        (ast.InvariantDecl, "invariant"),
+    )
+    for node_type, kind in kinds:
+        if isinstance(decl, node_type):
+            yield kind, decl.name  # type: ignore[union-attr]
     if isinstance(decl, ast.ParamDecl):
-        yield from decl.options
-    if isinstance(decl, ast.TransitionDecl | ast.InvariantDecl):
-        yield decl.name
+        yield from (("`one of` value", option) for option in decl.options)
     if isinstance(decl, ast.TransitionDecl):
         for tfield in decl.fields:
             if isinstance(tfield, ast.StampField):
-                yield tfield.name
+                yield "stamp", tfield.name
+
+
+# New in 1.1: a word is reserved only for the names that could be written where
+# the parser cannot tell it from a name (parser.reservations). Bare names in an
+# expression are params, stamps and `one of` values; a split portion's share is
+# a param. A clash in any other construct concerns every kind of name.
+_WRITTEN_IN = {
+    EXPRESSION: frozenset({"param", "stamp", "`one of` value"}),
+    "a split portion": frozenset({"param"}),
+}
 
 
 @check("PW109")
 def reserved_words(ctx: CheckContext) -> Iterator[Diagnostic]:
-    reserved = keywords()
+    reserved = reservations()
     for decl in ctx.sym.policy.decls:
-        for ident in _names_in(decl):
-            if ident.name in reserved:
+        for kind, ident in _names_in(decl):
+            found = reserved.get(ident.name)
+            if found is None:
+                continue
+            clash = sorted(c for c in found.constructs if c not in _WRITTEN_IN or kind in _WRITTEN_IN[c])
+            if clash:
                 yield ctx.error(
                     "PW109",
-                    f"`{ident.name}` is a reserved word and cannot name something",
+                    f"`{ident.name}` cannot name a {kind}: in {' or '.join(clash)} `{ident.name}` is read as "
+                    f"the keyword, so the {kind} could not be referred to",
                     ident.span,
                     f"choose another name, e.g. `{ident.name}_1`",
                 )
@@ -118,7 +143,7 @@ def unknown_references(ctx: CheckContext) -> Iterator[Diagnostic]:
             elif isinstance(tfield, ast.TransferField):
                 accounts = [tfield.source]
                 accounts += [tfield.destination] if tfield.destination else []
-                accounts += [p.target for p in tfield.portions]
+                accounts += [p.target for p in ast.leaf_portions(tfield.portions) if p.target is not None]
                 for account in accounts:
                     if account.name not in sym.accounts:
                         yield ctx.error(
@@ -127,7 +152,7 @@ def unknown_references(ctx: CheckContext) -> Iterator[Diagnostic]:
                             account.span,
                             _hint(account.name, sym.accounts, "account"),
                         )
-                for portion in tfield.portions:
+                for portion in ast.all_portions(tfield.portions):
                     if isinstance(portion.share, ast.Ident) and portion.share.name not in sym.params:
                         yield ctx.error(
                             "PW120",

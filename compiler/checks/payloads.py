@@ -20,7 +20,7 @@ _KEYED = frozenset({"idempotent", "reconcilable"})
 # Expression nodes an amount may not contain: it is fixed by the agreement's
 # params, never by the state a run is in.
 _STATE_OPS = frozenset({"stamp", "now", "final", "balance", "applied", "fired", "total", "reached", "approved",
-                        "acknowledged", "reconciled", "abandoned"})  # fmt: skip
+                        "approvals", "acknowledged", "reconciled", "abandoned"})  # fmt: skip
 
 
 def _field(effect: ast.EffectDecl, key: str) -> ast.EffectField | None:

@@ -58,7 +58,13 @@ def preview_lines(preview: Mapping[str, Any]) -> list[str]:
     op = preview["operation"]
     effects = ", ".join(op["effects"]) or "no effect"
     need = preview["approval"]
-    who = f"{need['role']}" + (" (not the requester)" if need["not_requester"] else "")
+    slots = need.get("approvers") or [need["role"]]
+    if len(slots) > 1:  # four eyes (new in 1.1): every required approval, from distinct parties
+        kind = f"{len(slots)} x {slots[0]} (any registered party)" if need.get("registry") else ", ".join(slots)
+        who = f"{kind}, distinct parties"
+    else:
+        who = f"{need['role']}"
+    who += " (not the requester)" if need["not_requester"] else ""
     out = [
         f"  operation:   {op['transition']} ({op['from']} -> {op['to']}), calls {effects}",
         f"  requested:   by {preview['requested_by']['role']}:{preview['requested_by']['party']} at "

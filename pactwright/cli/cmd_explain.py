@@ -38,7 +38,10 @@ def explain(trace: dict[str, Any], label: str) -> dict[str, Any]:
         raise PactwrightError(f"no clause `{label}` in this bundle (clauses: {known})", code="PW202")
     transitions = [t for t in trace["transitions"] if t["id"] in clause["transitions"]]
     invariants = [i for i in trace["invariants"] if i["name"] in clause["invariants"]]
-    return {"clause": label, "source": trace["source"], "transitions": transitions, "invariants": invariants}
+    chain = {"clause": label, "source": trace["source"], "transitions": transitions, "invariants": invariants}
+    if clause.get("properties"):  # liveness properties (new in 1.1)
+        chain["properties"] = [p for p in trace.get("properties", []) if p["name"] in clause["properties"]]
+    return chain
 
 
 def render(chain: dict[str, Any], transitions_table: dict[str, Any]) -> str:
@@ -51,10 +54,11 @@ def render(chain: dict[str, Any], transitions_table: dict[str, Any]) -> str:
         )
         lines.append(f"    source   {_span(chain['source'], item['span'])}")
         lines.extend(f"    artifact {_where(a)}" for a in item["artifacts"])
-    for item in chain["invariants"]:
-        lines.append(f"  invariant {item['name']}")
-        lines.append(f"    source   {_span(chain['source'], item['span'])}")
-        lines.extend(f"    artifact {_where(a)}" for a in item["artifacts"])
+    for kind, items in (("invariant", chain["invariants"]), ("property", chain.get("properties", []))):
+        for item in items:
+            lines.append(f"  {kind} {item['name']}")
+            lines.append(f"    source   {_span(chain['source'], item['span'])}")
+            lines.extend(f"    artifact {_where(a)}" for a in item["artifacts"])
     return "\n".join(lines) + "\n"
 
 

@@ -254,6 +254,54 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX approval_requests_by_status ON approval_requests (status, agreement_id)",
         ),
     ),
+    Migration(
+        5,
+        "four eyes: several approvals per command",
+        (
+            # A request's grants so far (canonical JSON: role, party, proof digest, time per grant),
+            # while it waits for the rest (runtime/approvals.py). NULL for a request with none.
+            "ALTER TABLE approval_requests ADD COLUMN grants TEXT",
+            # One consumed `approvals` row per grant: an event may now consume several, each from
+            # a different party, so the one-row-per-event constraint becomes one row per (event, party).
+            """CREATE TABLE approvals_per_party (
+                id TEXT PRIMARY KEY,
+                agreement_id TEXT NOT NULL REFERENCES agreements (id),
+                transition TEXT NOT NULL,
+                payload_digest TEXT NOT NULL,
+                approver_role TEXT NOT NULL,
+                approver_party TEXT NOT NULL,
+                granted_at INTEGER NOT NULL,
+                consumed_event_id TEXT REFERENCES events (event_id),
+                consumed_at INTEGER,
+                UNIQUE (consumed_event_id, approver_party)
+            )""",
+            "INSERT INTO approvals_per_party SELECT id, agreement_id, transition, payload_digest, approver_role, "
+            "approver_party, granted_at, consumed_event_id, consumed_at FROM approvals",
+            "DROP TABLE approvals",
+            "ALTER TABLE approvals_per_party RENAME TO approvals",
+            "CREATE INDEX approvals_by_payload ON approvals (agreement_id, transition, payload_digest)",
+        ),
+    ),
+    Migration(
+        6,
+        "limits across agreements",
+        (
+            # New in 1.1: the money a limit's effect's calls carried in one fixed UTC window
+            # (`window_start` = floor(commit time / window) * window), summed over the pact's
+            # agreements, or per party holding the limit's role (`party` '' for the whole pact).
+            # Written in the command's own transaction under this row's lock (runtime/_limits.py).
+            """CREATE TABLE limits (
+                pact_id TEXT NOT NULL,
+                limit_name TEXT NOT NULL,
+                window_start INTEGER NOT NULL,
+                window_seconds INTEGER NOT NULL,
+                party TEXT NOT NULL,
+                used TEXT NOT NULL,
+                updated_at INTEGER NOT NULL,
+                PRIMARY KEY (pact_id, limit_name, window_start, window_seconds, party)
+            )""",
+        ),
+    ),
 )
 # The migration that created the effect, approval-request and party tables.
 EFFECT_TABLES = 4
@@ -276,6 +324,7 @@ TABLES = (
     "parties",
     "effects",
     "approval_requests",
+    "limits",
 )
 
 _LEDGER = "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL)"

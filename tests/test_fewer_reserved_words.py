@@ -1,0 +1,113 @@
+"""Fewer reserved words and flat chains (new in 1.1), from check to the runtime.
+
+tests/fixtures/formerly_reserved.pact names a role `by`, params `total` and
+`key`, an account `once`, states `approved` and `final`, a transition `by` and
+an invariant `total`: all reserved words until 1.1, all names now. It checks,
+compiles, verifies and runs. A long flat sum and `and` chain are not "nested
+too deeply" (PW113); a chain longer than later stages hold is PW187, refused
+fast and without recursion.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from pactwright.compiler.parser import keywords, reservations
+from pactwright.compiler.pipeline import check_text
+from pactwright.runtime import TestClock, open_agreement, submit
+from pactwright.runtime.activation import FixedClock, activate_files
+from pactwright.runtime.store import open_store
+from tests.signed_bundles import BACKENDS, NOW, compile_verified, default_trust, sign, temporary_store
+
+POLICY = Path(__file__).resolve().parent / "fixtures" / "formerly_reserved.pact"
+T0 = 1780315200  # 2026-06-01T12:00:00Z
+
+
+def test_only_the_words_the_parser_cannot_tell_from_a_name_are_reserved() -> None:
+    assert keywords() == {"final", "not", "now", "remaining"}
+    assert reservations()["remaining"].constructs == {"a split portion"}
+    assert reservations()["now"].constructs == {"an expression"}
+
+
+@cache
+def _built() -> tuple[tuple[str, bytes], ...]:
+    bundle, verdict = compile_verified(POLICY.read_bytes(), POLICY.name)
+    assert verdict == "pass"
+    return tuple(sorted(bundle.items()))
+
+
+def test_the_policy_checks_and_its_names_are_names() -> None:
+    result = check_text(POLICY.read_text("utf-8"))
+    assert result.candidate is not None, [f"{d.code} {d.message}" for d in result.diagnostics]
+    data = result.candidate.to_json()
+    assert [r["name"] for r in data["roles"]] == ["by", "once"]  # type: ignore[index]
+    go = data["transitions"][0]  # type: ignore[index]
+    assert go["name"] == "by" and go["sources"] == ["approved"] and go["target"] == "final" and go["roles"] == ["by"]
+
+
+@pytest.fixture(params=BACKENDS)
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    with temporary_store(request.param, tmp_path) as store_url:
+        with open_store(store_url) as store:
+            activate_files(store, sign(dict(_built())), default_trust(), clock=FixedClock(datetime.fromisoformat(NOW)))
+        yield store_url
+
+
+def test_an_agreement_opens_and_the_command_commits(url: str) -> None:
+    with open_store(url) as store:
+        open_agreement(store, "t.formerly_reserved", {"total": "20.00", "key": "5.00"}, {"by": "bo", "once": "oz"},
+                       agreement_id="a1", clock=TestClock(T0))  # fmt: skip
+        result = submit(store, "a1", "by", "by", "bo", "go", clock=TestClock(T0 + 60))
+    assert result.state == "final"
+    assert [p["amount"] for p in result.postings] == ["2000"]
+
+
+def _long(terms: int) -> str:
+    total = " + ".join(["p"] * terms)
+    every = " and ".join(["p >= 0.00"] * terms)
+    return f"""pact "t.long" version "1.0.0"
+currency EUR scale 2
+role buyer
+param p: money between 0.00 and 1.00
+account card "c:{{buyer}}" external
+account escrow "e:{{agreement}}"
+state start initial
+state paid final
+transition pay: start -> paid {{
+  by buyer
+  when {total} <= {terms}.00
+  transfer {total} from card to escrow
+}}
+invariant every: {every}
+"""
+
+
+def test_a_flat_sum_and_an_and_chain_of_90_terms_build_and_run(tmp_path: Path) -> None:
+    bundle, verdict = compile_verified(_long(90).encode(), "long.pact")
+    assert verdict == "pass"
+    with temporary_store("sqlite", tmp_path) as store_url, open_store(store_url) as store:
+        activate_files(store, sign(bundle), default_trust(), clock=FixedClock(datetime.fromisoformat(NOW)))
+        open_agreement(store, "t.long", {"p": "0.50"}, {"buyer": "bo"}, agreement_id="a1", clock=TestClock(T0))
+        result = submit(store, "a1", "pay", "buyer", "bo", "pay", clock=TestClock(T0 + 60))
+    assert result.state == "paid"
+    assert [p["amount"] for p in result.postings] == ["4500"]
+
+
+@pytest.mark.parametrize("terms", [100, 1_000])
+def test_a_longer_chain_is_pw187_fast_and_never_nested_too_deeply(terms: int) -> None:
+    started = time.perf_counter()
+    result = check_text(_long(terms))
+    assert [d.code for d in result.diagnostics] == ["PW187"]
+    assert result.candidate is None
+    assert time.perf_counter() - started < 10
+
+
+def test_a_chain_whose_left_operands_are_parenthesised_is_nesting() -> None:
+    text = _long(1).replace("when p <= 1.00", "when " + "(" * 120 + "p" + " + p)" * 120 + " <= 1.00")
+    assert [d.code for d in check_text(text).diagnostics] == ["PW113"]
