@@ -386,6 +386,12 @@ def test_the_fixed_twin_passes_with_the_space_exhausted(case: Planted) -> None:
 # Planted bugs a liveness property finds: name -> (property, lasso events, state it stutters in).
 LIVENESS = {
     "escrow_silent_buyer": ("funded_is_closed", ("fund", "time passes"), "funded"),
+    # A refund that can stay parked forever: reconciliation waits for an operator, who is not obliged to act.
+    "refund_parked_forever": (
+        "refund_is_answered",
+        ("fund", "time passes", "refund", "fault lost_request refund_payment", "runtime refund_payment", "time passes"),
+        "refunded",
+    ),
 }
 
 

@@ -142,6 +142,8 @@ KNOWN: Known = {
     **_lost("four_eyes_refund.pact", "refund_payment", "issue", RECONCILED),  # four eyes (new in 1.1)
     **_pair("single_approver_four_eyes", "refund_payment", "issue", RECONCILED),
     **_lost("escrow_liveness.pact", "refund_payment", "refund", RETRIED),
+    **_lost("refund_parked_forever.bug.pact", "refund_payment", "refund", RECONCILED),
+    **_lost("refund_parked_forever.fixed.pact", "refund_payment", "refund", RETRIED),
     **_lost("refund_outcomes.pact", "refund_payment", "refund", RECONCILED),
     **_lost("desk_limit.pact", "refund_payment", "refund", RETRIED),  # limits (new in 1.1)
     **_pair("desk_limit_crossed", "refund_payment", "refund", RETRIED),

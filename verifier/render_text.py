@@ -72,6 +72,12 @@ def render_summary(report: Json, scale: int, report_path: str | None = None) -> 
         elif isinstance(amounts, str) and amounts.startswith("proved"):
             lines.append(f"amount: {invariant['name']} {amounts}")
     lines.extend(_properties(report))
+    lines.extend(
+        f"{limit['verdict'].upper()} {limit['name']}: total({limit['effect']}) <= {limit['max']} per {limit['window']}"
+        + (f" per {limit['per']}" if limit.get("per") else "")
+        + f" ({limit['method']})"
+        for limit in report.get("limits", [])
+    )
     counts = tally(report["invariants"])
     lines.append(
         f"proved: {counts['proved']}   held to bound: {counts['holds-to-bound']}   "
