@@ -256,3 +256,26 @@ def dump(url: str) -> dict[str, list[tuple[Any, ...]]]:
         return {}
     with store:
         return store.dump()
+
+
+@cache
+def verified_policy(path: Path) -> tuple[tuple[str, bytes], ...]:
+    """The policy file's bundle, compiled and verified once per test run; its verdict must be pass."""
+    bundle, verdict = compile_verified(path.read_bytes(), path.name)
+    assert verdict == "pass", f"{path.name} does not verify: {verdict}"
+    return tuple(sorted(bundle.items()))
+
+
+@contextlib.contextmanager
+def store_with_policy(backend: str, directory: Path, path: Path) -> Iterator[str]:
+    """A temporary store with the policy file's bundle signed and activated in it (at NOW)."""
+    from datetime import datetime
+
+    from pactwright.runtime.activation import FixedClock, activate_files
+    from pactwright.runtime.store import open_store
+
+    with temporary_store(backend, directory) as url:
+        with open_store(url) as store:
+            activate_files(store, sign(dict(verified_policy(path))), default_trust(),
+                           clock=FixedClock(datetime.fromisoformat(NOW)))  # fmt: skip
+        yield url

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import datetime
 from fractions import Fraction
 from functools import cache
 from pathlib import Path
@@ -27,12 +26,14 @@ from pactwright import movement
 from pactwright.compiler.bundle import compile_candidate
 from pactwright.compiler.pipeline import check_bytes
 from pactwright.runtime import TestClock, open_agreement, show, submit
-from pactwright.runtime.activation import FixedClock, activate_files
 from pactwright.runtime.ledger import InMemoryLedger
 from pactwright.runtime.numscript import parse_program, run_program
 from pactwright.runtime.store import open_store
 from pactwright.runtime.worker import Worker
-from tests.signed_bundles import BACKENDS, NOW, compile_verified, default_trust, sign, temporary_store
+from tests.signed_bundles import (
+    BACKENDS,
+    store_with_policy,
+)
 
 ASSET = "EUR/2"
 ACCOUNTS = ("a", "b", "c")
@@ -207,18 +208,9 @@ def test_a_deeper_nesting_or_an_empty_block_is_refused() -> None:
     assert [d.code for d in check_bytes(empty.encode()).diagnostics] == ["PW178"]
 
 
-@cache
-def _built() -> tuple[tuple[str, bytes], ...]:
-    bundle, verdict = compile_verified(POLICY.read_bytes(), POLICY.name)
-    assert verdict == "pass"
-    return tuple(sorted(bundle.items()))
-
-
 @pytest.fixture(params=BACKENDS)
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    with temporary_store(request.param, tmp_path) as store_url:
-        with open_store(store_url) as store:
-            activate_files(store, sign(dict(_built())), default_trust(), clock=FixedClock(datetime.fromisoformat(NOW)))
+    with store_with_policy(request.param, tmp_path, POLICY) as store_url:
         yield store_url
 
 

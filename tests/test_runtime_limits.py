@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import multiprocessing
 from collections.abc import Iterator
-from datetime import datetime
-from functools import cache
 from multiprocessing.synchronize import Barrier
 from pathlib import Path
 from typing import Any
@@ -24,9 +22,12 @@ import pytest
 
 from pactwright.errors import CommandError, PactwrightError
 from pactwright.runtime import TestClock, open_agreement, submit
-from pactwright.runtime.activation import FixedClock, activate_files
 from pactwright.runtime.store import open_store
-from tests.signed_bundles import BACKENDS, NOW, compile_verified, default_trust, dump, sign, temporary_store
+from tests.signed_bundles import (
+    BACKENDS,
+    dump,
+    store_with_policy,
+)
 
 POLICY = Path(__file__).resolve().parent.parent / "policies" / "desk_limit.pact"
 PACT_ID = "example.desk_limit"
@@ -36,18 +37,9 @@ T0 = 1780315200  # 2026-06-01T12:00:00Z
 RACES = 20
 
 
-@cache
-def _built() -> tuple[tuple[str, bytes], ...]:
-    bundle, verdict = compile_verified(POLICY.read_bytes(), POLICY.name)
-    assert verdict == "pass"
-    return tuple(sorted(bundle.items()))
-
-
 @pytest.fixture(params=BACKENDS)
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    with temporary_store(request.param, tmp_path) as store_url:
-        with open_store(store_url) as store:
-            activate_files(store, sign(dict(_built())), default_trust(), clock=FixedClock(datetime.fromisoformat(NOW)))
+    with store_with_policy(request.param, tmp_path, POLICY) as store_url:
         yield store_url
 
 
