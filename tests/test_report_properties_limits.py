@@ -1,4 +1,4 @@
-"""The report renderings list liveness properties and limits across agreements (new in 1.1).
+"""The report renderings (HTML, Markdown, text, JUnit) list liveness properties and limits (new in 1.1).
 
 A reviewer signs what the report says: a property or a limit that only the
 JSON mentions would be a claim nobody reads. The text summary, Markdown and
@@ -46,3 +46,21 @@ def test_limits_are_listed_and_one_agreement_is_not_called_a_check() -> None:
     assert "### Limits across agreements" in markdown and "not-checked-across-agreements" in markdown
     assert f'data-limit="{limit["name"]}" data-verdict="not-checked-across-agreements"' in html
     assert f"NOT-CHECKED-ACROSS-AGREEMENTS {limit['name']}" in render_summary(report, 2)
+
+
+def test_junit_has_a_case_per_property_and_limit_and_never_passes_an_unchecked_limit() -> None:
+    import xml.etree.ElementTree as ET
+
+    from pactwright.verifier.render_junit import render_junit
+
+    liveness = load_json(_files("escrow_liveness")["report.json"])
+    suite = ET.fromstring(render_junit(liveness))  # noqa: S314 - our own output, parsed to check it
+    cases = {c.get("name"): c for c in suite.iter("testcase") if c.get("classname", "").endswith(".properties")}
+    assert sorted(cases) == ["funded_is_settled", "refund_is_answered"]
+    assert all(c.find("failure") is None and c.find("skipped") is None for c in cases.values())
+    assert int(suite.get("tests", "0")) == len(liveness["invariants"]) + 2
+    limits = load_json(_files("desk_limit")["report.json"])
+    suite = ET.fromstring(render_junit(limits))  # noqa: S314 - our own output, parsed to check it
+    (case,) = [c for c in suite.iter("testcase") if c.get("classname", "").endswith(".limits")]
+    assert case.find("skipped") is not None  # one agreement explored: not checked, so not a pass
+    assert int(suite.get("skipped", "0")) >= 1

@@ -141,3 +141,24 @@ def _racer_at(store_url: str, agreements: list[str], barrier: Barrier, out: Any)
             except PactwrightError as exc:
                 results.append(exc.code)
     out.put(results)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_limit_per_role_counts_each_party_on_its_own(backend: str, tmp_path: Path) -> None:
+    variant = tmp_path / "desk_limit_per_agent.pact"
+    text = POLICY.read_text().replace("per 1d\n", "per 1d per agent\n")
+    variant.write_text(text.replace('pact "example.desk_limit"', 'pact "example.desk_limit_per_agent"'))
+    with store_with_policy(backend, tmp_path, variant) as url, open_store(url) as store:
+        for agreement_id, agent in (("a1", "ann"), ("a2", "ann"), ("a3", "ann"), ("b1", "bob"), ("b2", "bob")):
+            open_agreement(store, "example.desk_limit_per_agent", {"amount": "300.00", "order_id": "ORD-1"},
+                           {"agent": agent}, agreement_id=agreement_id, clock=TestClock(T0))  # fmt: skip
+        for agreement_id, agent in (("a1", "ann"), ("a2", "ann"), ("b1", "bob")):
+            assert submit(store, agreement_id, "refund", "agent", agent, "r", clock=TestClock(T0)).state == "refunded"
+        before = dump(url)
+        with pytest.raises(CommandError) as caught:  # ann's 600.00 are used; bob's day is his own
+            submit(store, "a3", "refund", "agent", "ann", "r", clock=TestClock(T0 + 10))
+        assert caught.value.code == "PW528" and "0.00 EUR left" in caught.value.message
+        assert dump(url) == before
+        assert submit(store, "b2", "refund", "agent", "bob", "r", clock=TestClock(T0 + 10)).state == "refunded"
+        rows = sorted(store._db.query("SELECT party, used FROM limits"))
+    assert rows == [("ann", "60000"), ("bob", "60000")]

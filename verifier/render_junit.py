@@ -56,12 +56,16 @@ def render_junit(report: dict[str, Any]) -> str:
             parts.append(f"      <system-out>{escape(text)}</system-out>")
         body = "\n".join(parts)
         cases.append(f"    <testcase classname={classname} name={name}>\n{body}\n    </testcase>")
+    extra, extra_failures, extra_skipped = _liveness_and_limits(report)
+    cases += extra
+    failures += extra_failures
+    skipped += extra_skipped
     counts = tally(report["invariants"])
     suite_props = [("verdict", report["verdict"] + (f" ({note})" if note else ""))]
     suite_props += [(verdict, str(count)) for verdict, count in counts.items()]
     header = (
         f"<testsuite name={quoteattr('pactwright verify ' + report['pact']['id'])} "
-        f'tests="{len(report["invariants"])}" failures="{failures}" errors="0" skipped="{skipped}">'
+        f'tests="{len(report["invariants"]) + len(extra)}" failures="{failures}" errors="0" skipped="{skipped}">'
     )
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n'
@@ -72,3 +76,29 @@ def render_junit(report: dict[str, Any]) -> str:
         + "\n".join(cases)
         + "\n</testsuite>\n"
     )
+
+
+def _liveness_and_limits(report: dict[str, Any]) -> tuple[list[str], int, int]:
+    """Cases for liveness properties and limits across agreements (new in 1.1); none for a report without.
+
+    A violated one fails; a property the run could not decide (`incomplete`) and a limit not checked across
+    agreements are skipped, never passed.
+    """
+    cases: list[str] = []
+    failures = skipped = 0
+    kinds = (("properties", "properties", "incomplete"), ("limits", "limits", "not-checked-across-agreements"))
+    for key, suffix, undecided in kinds:
+        for item in report.get(key, []):
+            classname = quoteattr(f"{report['pact']['id']}.{suffix}")
+            parts = [_properties([("verdict", item["verdict"])], "      ")]
+            if item["verdict"] == "violated":
+                failures += 1
+                parts.append(f'      <failure message="violated">{escape(item.get("method", ""))}</failure>')
+            elif item["verdict"] == undecided:
+                skipped += 1
+                parts.append(f"      <skipped message={quoteattr(item.get('method', undecided))}/>")
+            body = "\n".join(parts)
+            cases.append(
+                f"    <testcase classname={classname} name={quoteattr(item['name'])}>\n{body}\n    </testcase>"
+            )
+    return cases, failures, skipped
