@@ -1,15 +1,15 @@
 """The effect protocol: the one definition the verifier checks and the runtime runs.
 
 Each `call EFFECT` in a committed transition becomes an effect instance that
-the outbox worker dispatches. It moves through the phases below; faults (a
+the effect worker (runtime/effect_worker.py) dispatches. It moves through the phases below; faults (a
 lost request, a lost response, a provider error) and the effect's declared
 strategy decide what happens next. The verifier's explorer
 (`pactwright.verifier.explorer`) composes a policy with exactly these
 tables, and the runtime, which imports only the kernel, takes its effect
 strategies from here, so a verdict about a strategy is a verdict about what
-the runtime does: change a table here and both change together. (The
-outbox worker delivers ledger postings today; dispatching effects to
-providers is not built yet, see docs/runtime.md.)
+the runtime does: change a table here and both change together
+(docs/effects.md, "The effect lifecycle"; tests/test_runtime_vs_verifier.py
+drives the verifier's effect paths through the runtime).
 """
 
 from __future__ import annotations
