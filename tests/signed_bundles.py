@@ -133,10 +133,12 @@ def signatures_bytes(manifest: bytes, approval: bytes, signers: Iterable[Key], e
 
 
 @cache
-def compile_verified(source: bytes, name: str, faults: int = 1) -> tuple[dict[str, bytes], str]:
+def compile_verified(source: bytes, name: str, faults: int = 1, allow_incomplete: bool = False
+                     ) -> tuple[dict[str, bytes], str]:  # fmt: skip
     """Compile and verify a policy in-process, as `pactwright build` does (mutants and proofs off).
 
-    Returns the bundle (report included, unsigned) and the report's verdict.
+    Returns the bundle (report included, unsigned) and the report's verdict; `allow_incomplete` is
+    `build --allow-incomplete` (an incomplete run is accepted as `pass`, and the report says so).
     """
     from pactwright.compiler.bundle import compile_candidate, with_manifest
     from pactwright.compiler.pipeline import check_bytes
@@ -147,7 +149,8 @@ def compile_verified(source: bytes, name: str, faults: int = 1) -> tuple[dict[st
     result = check_bytes(source)
     assert result.candidate is not None, result.diagnostics
     files = compile_candidate(result.candidate, result.source_map, name)
-    report = verify_files(files, VerifyOptions(Bounds(faults=faults), mutants=False, proofs=False))
+    options = VerifyOptions(Bounds(faults=faults), mutants=False, proofs=False, allow_incomplete=allow_incomplete)
+    report = verify_files(files, options)
     rendered = report_files(report)
     files = {p: d for p, d in files.items() if p != MANIFEST_PATH} | rendered
     bundle = with_manifest(
@@ -259,15 +262,15 @@ def dump(url: str) -> dict[str, list[tuple[Any, ...]]]:
 
 
 @cache
-def verified_policy(path: Path) -> tuple[tuple[str, bytes], ...]:
+def verified_policy(path: Path, allow_incomplete: bool = False) -> tuple[tuple[str, bytes], ...]:
     """The policy file's bundle, compiled and verified once per test run; its verdict must be pass."""
-    bundle, verdict = compile_verified(path.read_bytes(), path.name)
+    bundle, verdict = compile_verified(path.read_bytes(), path.name, allow_incomplete=allow_incomplete)
     assert verdict == "pass", f"{path.name} does not verify: {verdict}"
     return tuple(sorted(bundle.items()))
 
 
 @contextlib.contextmanager
-def store_with_policy(backend: str, directory: Path, path: Path) -> Iterator[str]:
+def store_with_policy(backend: str, directory: Path, path: Path, allow_incomplete: bool = False) -> Iterator[str]:
     """A temporary store with the policy file's bundle signed and activated in it (at NOW)."""
     from datetime import datetime
 
@@ -276,6 +279,6 @@ def store_with_policy(backend: str, directory: Path, path: Path) -> Iterator[str
 
     with temporary_store(backend, directory) as url:
         with open_store(url) as store:
-            activate_files(store, sign(dict(verified_policy(path))), default_trust(),
+            activate_files(store, sign(dict(verified_policy(path, allow_incomplete))), default_trust(),
                            clock=FixedClock(datetime.fromisoformat(NOW)))  # fmt: skip
         yield url

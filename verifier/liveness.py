@@ -228,11 +228,91 @@ def _check_one(explorer: Explorer, result: ExplorationResult, graph: _Graph, pro
         )
         entry["verdict"] = "incomplete"
         entry["method"] = f"fair cycle search on the explored graph: {reason}"
+    elif (unmodelled := unmodelled_fairness(explorer)) is not None:
+        entry["verdict"] = "incomplete"
+        entry["method"] = f"fair cycle search on the explored graph, state space exhausted, but {unmodelled}"
     else:
         entry["verdict"] = "holds"
         entry["method"] = "fair cycle search on the explored graph, state space exhausted"
     entry["lasso"] = None
     return entry
+
+
+# Effect strategies after which a call can end abandoned (`once` after a fault; `compensate` gives its step up;
+# `reconcilable` when an operator abandons it): the runtime then refuses what depends on the effect (PW526).
+_ABANDONABLE = frozenset({"once", "compensate", "reconcilable"})
+_UPWARD = {">=": "lower", ">": "lower", "<=": "upper", "<": "upper"}
+
+
+def unmodelled_fairness(explorer: Explorer) -> str | None:
+    """Why a fair-run search that found no counterexample may still be wrong (None: nothing known).
+
+    Two things the search does not decide, so a `holds` there would be a
+    false pass (each found by attacking the check):
+    - a deadline transition whose guard time can close (`now < t`): after a
+      person acts late, the window may be gone for good, and the explored
+      zones do not tell that state apart from one where it is open;
+    - a deadline transition that depends on an effect whose call can end
+      abandoned, without reading `abandoned(E)`: the runtime refuses it for
+      good (EFFECT_ABANDONED_UNCERTAIN), the model lets it fire.
+    """
+    model = explorer.model
+    strategies = {site.effect: site.strategy for site in model.sites}
+    for transition in model.transitions:
+        if transition["id"] not in explorer.scheduled:
+            continue
+        guard = transition.get("guard")
+        if guard is not None and not _opens_for_good(guard, positive=True):
+            return (f"the deadline transition `{transition['id']}` has a guard that time can make false again, "
+                    "which this search does not follow after a late human move")  # fmt: skip
+        reads = set(_effects_read(guard)) | {str(c["effect"]) for c in transition.get("effects", [])}
+        handled = set(_effects_read(guard, only="abandoned"))
+        for effect in sorted(reads - handled):
+            if strategies.get(effect) in _ABANDONABLE:
+                return (f"the deadline transition `{transition['id']}` depends on `{effect}`, whose call can "
+                        "end abandoned; the runtime then refuses it (PW526), unmodelled here")  # fmt: skip
+    return None
+
+
+def _opens_for_good(expr: Any, positive: bool) -> bool:
+    """Whether time passing can never make `expr` false once it is true (read with its polarity)."""
+    if not isinstance(expr, dict):
+        return True
+    op, args = expr.get("op"), expr.get("args", [])
+    if op == "not":
+        return _opens_for_good(args[0], not positive)
+    if op in ("and", "or"):
+        return all(_opens_for_good(a, positive) for a in args)
+    if op == "implies":
+        return _opens_for_good(args[0], not positive) and _opens_for_good(args[1], positive)
+    if op in _UPWARD or op in ("==", "!="):
+        left, right = (_reads_now(a) for a in args[:2])
+        if not left and not right:
+            return True
+        if op in ("==", "!="):
+            return False
+        # `now >= t` (or `t <= now`) opens for good; negated, it closes.
+        lower = (_UPWARD[op] == "lower") == left
+        return lower == positive
+    return not _reads_now(expr)
+
+
+def _reads_now(expr: Any) -> bool:
+    if not isinstance(expr, dict):
+        return False
+    return expr.get("op") == "now" or any(_reads_now(a) for a in expr.get("args", []))
+
+
+def _effects_read(expr: Any, only: str | None = None) -> Iterator[str]:
+    """The effects an expression reads (`applied`, `total`, `acknowledged`, `reconciled`, `abandoned`)."""
+    if not isinstance(expr, dict):
+        return
+    op = expr.get("op")
+    effect_ops = {"total", "acknowledged", "reconciled", "abandoned"}
+    if (only is None and (op in effect_ops or (op == "applied" and expr.get("value") == "effect"))) or op == only:
+        yield str(expr["name"])
+    for arg in expr.get("args", []):
+        yield from _effects_read(arg, only)
 
 
 def _end_condition(explorer: Explorer, graph: _Graph, node: Node) -> Formula:
