@@ -213,7 +213,7 @@ def _deadlines(expr: Json | None, found: list[Json]) -> None:
 def _deadline(expr: Json) -> Json:
     if expr["op"] == "stamp":
         return {"stamp": expr["name"], "offset": {"op": "lit", "type": "duration", "value": "0"}}
-    if expr["op"] == "+" and expr["args"][0]["op"] == "stamp":
+    if expr["op"] == "+" and len(expr["args"]) == 2 and expr["args"][0]["op"] == "stamp":
         return {"stamp": expr["args"][0]["name"], "offset": expr["args"][1]}
     return {"stamp": None, "offset": expr}
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import Any
 
-from pactwright.candidate import Expr, ValueType
+from pactwright.candidate import CHAIN_OPERATORS, CHAIN_TERMS, Expr, ValueType
 from pactwright.compiler import ast
 from pactwright.compiler.literals import LiteralProblem, classify
 from pactwright.compiler.symbols import Symbols
@@ -242,11 +242,42 @@ class ExpressionTyper:
         return Expr(op="neg", type=operand.type, args=(operand,))
 
     def _lower_binary(self, expr: ast.Expr) -> Expr | None:
+        """A binary node and the chain it tops, left to right without recursion.
+
+        `a + b + c` leans left one level a term; its left spine is walked in
+        a loop and typed from the bottom up exactly as one operator at a time
+        would be (only right operands recurse: that is nesting, PW113). A run
+        of one of CHAIN_OPERATORS longer than CHAIN_TERMS terms becomes one
+        node of the candidate (candidate.py).
+        """
         assert isinstance(expr, ast.BinaryExpr)
-        left = self._lower(expr.left)
-        right = self._lower(expr.right)
-        if left is None or right is None:
-            return None
+        spine = [expr]
+        while isinstance(spine[-1].left, ast.BinaryExpr):
+            spine.append(spine[-1].left)
+        node = self._lower(spine[-1].left)
+        run: list[Expr] = []  # the terms of the chain of one operator that `node` ends
+        spine.reverse()
+        for index, binary in enumerate(spine):
+            right = self._lower(binary.right)
+            if node is None or right is None:
+                node, run = None, []
+                continue
+            combined = self._combine(binary, node, right)
+            if combined is None or combined.op not in CHAIN_OPERATORS:
+                node, run = combined, []
+                continue
+            if run and node.op == combined.op:
+                run.append(combined.args[1])
+            else:
+                run = list(combined.args)
+            node = combined
+            ends = index + 1 == len(spine) or spine[index + 1].op != binary.op
+            if ends and len(run) > CHAIN_TERMS:
+                node = Expr(op=combined.op, type=combined.type, args=tuple(run))
+        return node
+
+    def _combine(self, expr: ast.BinaryExpr, left: Expr, right: Expr) -> Expr | None:
+        """The typed node of one operator over its typed operands, or None after reporting why."""
         op = expr.op
         if op in _LOGICAL:
             if left.type != "bool" or right.type != "bool":

@@ -335,8 +335,11 @@ class _Printer:
 
     def _bare(self, node: ast.Expr) -> tuple[str, int]:
         if isinstance(node, ast.BinaryExpr):
-            left, right = _operand_strengths(node.op)
-            return f"{self.expr(node.left, left)} {node.op} {self.expr(node.right, right)}", _BINARY[node.op]
+            spine = _spine(node)
+            text = self.expr(spine[-1].left, _operand_strengths(spine[-1].op)[0])
+            for binary in reversed(spine):
+                text += f" {binary.op} {self.expr(binary.right, _operand_strengths(binary.op)[1])}"
+            return text, _BINARY[node.op]
         if isinstance(node, ast.UnaryExpr):
             if node.op == "not":
                 return f"not {self.expr(node.operand, _NOT)}", _NOT
@@ -356,9 +359,12 @@ class _Printer:
     def _pieces(self, node: ast.Expr, loosest: int) -> list[str]:
         """`self.expr(node, loosest)` cut before each operator outside parentheses."""
         if isinstance(node, ast.BinaryExpr) and _BINARY[node.op] >= loosest:
-            left, right = _operand_strengths(node.op)
-            rest = self._pieces(node.right, right)
-            return [*self._pieces(node.left, left), f"{node.op} {rest[0]}", *rest[1:]]
+            spine = _spine(node)
+            pieces = [self.expr(spine[-1].left, _operand_strengths(spine[-1].op)[0])]
+            for binary in reversed(spine):
+                rest = self._pieces(binary.right, _operand_strengths(binary.op)[1])
+                pieces += [f"{binary.op} {rest[0]}", *rest[1:]]
+            return pieces
         return [self.expr(node, loosest)]
 
     def _property(self, decl: ast.PropertyDecl) -> str:
@@ -387,6 +393,20 @@ class _Printer:
             else:
                 rows.append(piece)
         return ("\n" + INDENT).join(rows)
+
+
+def _spine(node: ast.BinaryExpr) -> list[ast.BinaryExpr]:
+    """`node` and the left operands that continue its chain unparenthesised, top down.
+
+    A chain `a + b + ... + z` is a tree one level a term; it is printed in a
+    loop over this spine, so its length never meets Python's recursion limit.
+    """
+    spine = [node]
+    while True:
+        child = spine[-1].left
+        if not isinstance(child, ast.BinaryExpr) or _BINARY[child.op] < _operand_strengths(spine[-1].op)[0]:
+            return spine
+        spine.append(child)
 
 
 def _operand_strengths(op: str) -> tuple[int, int]:

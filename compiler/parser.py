@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import difflib
 import functools
+import itertools
 import re
 from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
-from lark import Lark, Token, Transformer, Tree, v_args
+from lark import Lark, Token, Transformer_NonRecursive, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, VisitError
 
+from pactwright.candidate import CHAIN_TERMS
 from pactwright.compiler import _reserved, ast
 from pactwright.diagnostics import Diagnostic, Severity, Span
 
@@ -93,8 +95,12 @@ def _node_span(item: Any) -> Span:
     return span
 
 
-class _Builder(Transformer[Token, ast.PolicyAst]):
-    """Builds `ast` nodes bottom-up; collects lexical diagnostics on the way."""
+class _Builder(Transformer_NonRecursive[Token, ast.PolicyAst]):
+    """Builds `ast` nodes bottom-up; collects lexical diagnostics on the way.
+
+    Without recursion: a flat chain of a thousand terms is a syntax tree a
+    thousand levels deep (nesting, which recursion would need, is PW113).
+    """
 
     def __init__(self) -> None:
         super().__init__()
@@ -778,13 +784,16 @@ def _hint_for(expected: set[str], literals: dict[str, str]) -> str:
 # Left-associative chains (new in 1.1): `a + b + c` is a tree that leans left one
 # level a term, but is flat to a reader, so an operand that continues its
 # parent's chain (its left operand, not in parentheses) is not a level of
-# nesting. The chain still makes the tree deeper, and later stages recurse
-# over it (the verifier compiles an expression to Python source, two
-# parentheses an `and`, under CPython's limit of 200; artifacts serialize
-# each operator as a nested object), so the tree's own height keeps the
-# limit it had: a chain beyond it is PW187, not PW113.
+# nesting (PW113). Later stages hold the candidate's tree, where a chain of one
+# of CHAIN_OPERATORS longer than CHAIN_TERMS terms is one node (candidate.py):
+# the limit on height (PW187) is on that tree, a generous one so that any
+# shorter chain, still binary, fits under any declaration. Other chains
+# (`a - b - c`, `a + b - c + d`, `a * b * c`) stay binary at any length and
+# count a level an operator. A chain of one operator is at most
+# MAX_CHAIN_TERMS terms long (PW187): a policy is reviewed by people.
 _CHAINS = frozenset({"op_arith", "op_and", "op_or", "op_compare"})
-MAX_CHAIN_DEPTH = MAX_TREE_DEPTH
+MAX_CHAIN_DEPTH = MAX_TREE_DEPTH + 20
+MAX_CHAIN_TERMS = 1000
 
 
 def _continues_chain(node: Tree[Token], child: Tree[Token]) -> bool:
@@ -794,6 +803,15 @@ def _continues_chain(node: Tree[Token], child: Tree[Token]) -> bool:
     return bool(child.meta.start_pos == node.meta.start_pos)
 
 
+def _chain_operator(node: Tree[Token] | Token) -> str | None:
+    """The operator of `node` if it is one CHAIN_OPERATORS chains (`+`, `and`, `or`)."""
+    if not isinstance(node, Tree):
+        return None
+    if node.data == "op_arith":
+        return "+" if str(node.children[1]) == "+" else None
+    return {"op_and": "and", "op_or": "or"}.get(str(node.data))
+
+
 def _tree_span(node: Tree[Token]) -> Span:
     if getattr(node.meta, "empty", True):
         return Span(line=1, column=1, end_line=1, end_column=1)
@@ -801,24 +819,72 @@ def _tree_span(node: Tree[Token]) -> Span:
 
 
 def _too_deep(tree: Tree[Token]) -> ParseFailure | None:
-    """Why the tree is too deep to accept (PW113, PW187), found without recursion."""
+    """Why the tree is too deep to accept (PW113, PW187), found without recursion.
+
+    `depth` is the nesting (PW113); `height` the level in the candidate's
+    tree (PW187), where a chain longer than CHAIN_TERMS is one level.
+    """
     # Nesting is the better explanation where both limits are crossed, so the
     # walk goes on past the first over-long chain (it is linear either way).
-    stack: list[tuple[Tree[Token], int, int]] = [(tree, 1, 1)]
-    long: Tree[Token] | None = None
+    stack: list[tuple[Tree[Token], int, int, bool]] = [(tree, 1, 1, False)]
+    long: ParseFailure | None = None
     while stack:
-        node, depth, height = stack.pop()
+        node, depth, height, continued = stack.pop()
         if depth > MAX_TREE_DEPTH:
             return _nested_too_deeply(_tree_span(node))
         if height > MAX_CHAIN_DEPTH and long is None:
-            long = node
+            long = _chain_too_long(_tree_span(node))
+        operator = _chain_operator(node)
+        if operator is not None and not continued:
+            spine = _spine(node, operator)
+            terms = len(spine) + 1
+            if terms > MAX_CHAIN_TERMS and long is None:
+                long = _chain_too_many_terms(_tree_span(node), operator, terms)
+            if terms > CHAIN_TERMS:
+                failure = _push_chain(stack, spine, depth, height)
+                if failure is not None:
+                    return failure
+                continue
         # Reversed, so the leftmost (earliest) offending subtree is reported.
         children = [child for child in node.children if isinstance(child, Tree)]
         for index in reversed(range(len(children))):
             child = children[index]
             flat = index == 0 and _continues_chain(node, child)
-            stack.append((child, depth if flat else depth + 1, height + 1))
-    return None if long is None else _chain_too_long(_tree_span(long))
+            more = index == 0 and operator is not None and _chain_operator(child) == operator
+            stack.append((child, depth if flat else depth + 1, height + 1, more))
+    return long
+
+
+def _spine(node: Tree[Token], operator: str) -> list[Tree[Token]]:
+    """The nodes of the chain `node` tops: `node`, its left operand if it continues it, and so on."""
+    spine = [node]
+    while _chain_operator(spine[-1].children[0]) == operator:
+        child = spine[-1].children[0]
+        assert isinstance(child, Tree)
+        spine.append(child)
+    return spine
+
+
+def _push_chain(stack: list[tuple[Tree[Token], int, int, bool]], spine: list[Tree[Token]], depth: int, height: int
+                ) -> ParseFailure | None:  # fmt: skip
+    """Push the terms of a chain that is one node of the candidate: each one level below it."""
+    depths = [depth]
+    for upper, lower in itertools.pairwise(spine):
+        # A left operand in parentheses is nesting, even inside a chain.
+        depths.append(depths[-1] if _continues_chain(upper, lower) else depths[-1] + 1)
+        if depths[-1] > MAX_TREE_DEPTH:
+            return _nested_too_deeply(_tree_span(lower))
+    bottom = spine[-1]
+    first = bottom.children[0]
+    # The terms in written order: the bottom's left operand, then each right operand upwards.
+    terms = [(first, depths[-1] if isinstance(first, Tree) and _continues_chain(bottom, first) else depths[-1] + 1)]
+    terms += [
+        (node.children[-1], node_depth + 1) for node, node_depth in zip(reversed(spine), reversed(depths), strict=True)
+    ]
+    for term, term_depth in reversed(terms):
+        if isinstance(term, Tree):
+            stack.append((term, term_depth, height + 1, False))
+    return None
 
 
 def _chain_too_long(span: Span) -> ParseFailure:
@@ -828,7 +894,23 @@ def _chain_too_long(span: Span) -> ParseFailure:
                 code="PW187",
                 severity=Severity.ERROR,
                 message="expression too long: more than about "
-                f"{MAX_CHAIN_DEPTH - 10} operators in one chain of `+`, `-`, `and`, `or` ...",
+                f"{MAX_CHAIN_DEPTH - 10} operators in one chain that mixes operators (`a + b - c ...`) "
+                "or of `-`, `*`, `/`",
+                span=span,
+                hint="split it into several guards or invariants, or group terms in parentheses",
+            )
+        ]
+    )
+
+
+def _chain_too_many_terms(span: Span, operator: str, terms: int) -> ParseFailure:
+    return ParseFailure(
+        [
+            Diagnostic(
+                code="PW187",
+                severity=Severity.ERROR,
+                message=f"expression too long: {terms} terms in one chain of `{operator}`; "
+                f"the limit is {MAX_CHAIN_TERMS}",
                 span=span,
                 hint="split it into several guards or invariants, or group terms in parentheses",
             )

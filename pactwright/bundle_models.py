@@ -44,6 +44,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from pactwright.candidate import CHAIN_OPERATORS, CHAIN_TERMS
+
 TRANSITIONS_FORMAT = "pactwright.transitions/1"
 MODEL_FORMAT = "pactwright.model/1"
 
@@ -128,6 +130,8 @@ class Expr(Document):
     must be one of OPERATORS with its arity, a leaf that reads something must
     name it, a literal must carry its value, and an operator with a fixed
     result type (comparisons are `bool`, `balance` is `money`...) must carry it.
+    A chain of `+`, `and` or `or` longer than CHAIN_TERMS terms is one node
+    with all its terms (new in 1.1); a shorter one is binary, as it always was.
     """
 
     omit_none = frozenset({"name", "value", "args"})
@@ -156,7 +160,9 @@ class Expr(Document):
     def _well_formed(self) -> Expr:
         count = len(self.args or ())
         wanted = 0 if self.op in LEAVES else 1 if self.op in UNARY else 2
-        if count != wanted:
+        if self.op in CHAIN_OPERATORS and count > CHAIN_TERMS:
+            pass  # a chain longer than CHAIN_TERMS terms is one node (new in 1.1; candidate.py)
+        elif count != wanted:
             raise PydanticCustomError(
                 "operator_arity",
                 "`{op}` takes {wanted} argument(s), found {count}",

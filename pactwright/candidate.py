@@ -29,6 +29,18 @@ class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+# Flat chains (new in 1.1). A chain `a + b + c` is a tree that leans left one
+# level a term, which no later stage should have to hold for a hundred terms
+# (a JSON document nests two levels a node, pydantic and CPython's compiler
+# stop near 255 and 200). So a chain of one associative operator with more
+# than CHAIN_TERMS terms is a single n-ary node. Shorter chains keep the
+# binary form: 1.0 accepted chains of at most 98 terms, so every candidate
+# written before has the same bytes and hash. The threshold is part of the
+# canonical form and never changes.
+CHAIN_OPERATORS = frozenset({"+", "and", "or"})
+CHAIN_TERMS = 100
+
+
 class Expr(Frozen):
     """A typed expression tree.
 
@@ -38,6 +50,11 @@ class Expr(Frozen):
     `neg` / `not` (one arg), arithmetic `+ - * /`, comparisons
     `== != < <= > >=`, and `and` / `or` / `implies` (two args). Every node
     carries its static type so consumers never re-infer it.
+
+    New in 1.1, a chain of one of CHAIN_OPERATORS longer than CHAIN_TERMS
+    terms (`a + b + ... + z`) is one node whose `args` are its terms in
+    written order, read left to right (`((a + b) + c) + ...`); see
+    `CHAIN_TERMS` for why shorter chains keep their binary form.
     """
 
     op: str

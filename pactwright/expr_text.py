@@ -48,10 +48,22 @@ def render_expr(expr: dict[str, Any], scale: int | None = None) -> str:
         return f"not {_wrap(args[0], mine, scale)}"
     if op == "neg":
         return f"-{_wrap(args[0], mine, scale)}"
-    right_assoc = op == "implies"
-    left = _wrap(args[0], mine + (1 if right_assoc else 0), scale)
-    right = _wrap(args[1], mine + (0 if right_assoc else 1), scale)
-    return f"{left} {op} {right}"
+    if op == "implies":
+        return f"{_wrap(args[0], mine + 1, scale)} implies {_wrap(args[1], mine, scale)}"
+    # A left-associative chain prints flat, without recursing a term: binary
+    # (`(a + b) + c`), one node over its terms (new in 1.1), or both.
+    terms = _terms(expr)
+    first = _wrap(terms[0], mine, scale)
+    return f" {op} ".join([first, *(_wrap(term, mine + 1, scale) for term in terms[1:])])
+
+
+def _terms(expr: dict[str, Any]) -> list[dict[str, Any]]:
+    """The left-to-right operands of the chain of `expr`'s operator that it tops."""
+    op, rights, node = expr["op"], [], expr
+    while node["op"] == op and len(node.get("args", [])) >= 2:
+        rights.extend(reversed(node["args"][1:]))
+        node = node["args"][0]
+    return [node, *reversed(rights)]
 
 
 def _wrap(expr: dict[str, Any], minimum: int, scale: int | None) -> str:

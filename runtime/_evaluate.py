@@ -131,10 +131,12 @@ def evaluate(expr: Mapping[str, Any], view: View) -> Value:
     if op == "neg":
         value = evaluate(args[0], view)
         return None if value is None else -value  # type: ignore[operator]
+    # `and`, `or` and `+` are binary, or one node over the terms of a chain longer than
+    # CHAIN_TERMS (new in 1.1, pactwright/candidate.py), read left to right as the binary tree is.
     if op == "and":
-        return bool(evaluate(args[0], view)) and bool(evaluate(args[1], view))
+        return all(bool(evaluate(arg, view)) for arg in args)
     if op == "or":
-        return bool(evaluate(args[0], view)) or bool(evaluate(args[1], view))
+        return any(bool(evaluate(arg, view)) for arg in args)
     if op == "implies":
         return (not evaluate(args[0], view)) or bool(evaluate(args[1], view))
     if op in _CMP:
@@ -142,6 +144,11 @@ def evaluate(expr: Mapping[str, Any], view: View) -> Value:
         if left is None or right is None:
             return False
         return _CMP[op](left, right)
+    if op == "+" and len(args) > 2:
+        total = evaluate(args[0], view)
+        for arg in args[1:]:
+            total = _arith(op, total, evaluate(arg, view), kind)
+        return total
     if op in ("+", "-", "*", "/"):
         return _arith(op, evaluate(args[0], view), evaluate(args[1], view), kind)
     raise _unsupported(op)

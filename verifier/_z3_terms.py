@@ -287,14 +287,15 @@ class Encoder:
         args = expr.get("args", [])
         if op == "not":
             return z3.Not(self.boolean(args[0]))
-        if op in ("and", "or", "implies"):
-            left, right = self.boolean(args[0]), self.boolean(args[1])
-            if op == "and":
-                return z3.And(left, right)
-            if op == "or":
-                return z3.Or(left, right)
-            return z3.Implies(left, right)
+        if op in ("and", "or"):
+            # Binary, or one node over a long chain's terms (new in 1.1): z3 takes any number.
+            parts = [self.boolean(a) for a in args]
+            return z3.And(*parts) if op == "and" else z3.Or(*parts)
+        if op == "implies":
+            return z3.Implies(self.boolean(args[0]), self.boolean(args[1]))
         values = [self.value(a) for a in args]
+        if op == "+" and len(values) > 2:
+            return _sum(values)
         if op == "neg":
             return _negate(values[0])
         if op in _COMPARISONS:
@@ -355,6 +356,16 @@ def _add(left: Any, right: Any, sign: int) -> Any:
     den = lcm(a_num.den, b_num.den)
     term = a_num.term * (den // a_num.den) + sign * b_num.term * (den // b_num.den)
     return Num(term, den)
+
+
+def _sum(values: list[Any]) -> Any:
+    """One node over a long chain's terms (new in 1.1) as one flat z3 sum, not a term a level."""
+    if any(isinstance(value, Time) for value in values):
+        ints = [_time_int(value) for value in values]
+        return Time(None if None in ints else sum(i for i in ints if i is not None))
+    nums = [_as_num(value) for value in values]
+    den = lcm(*(n.den for n in nums))
+    return Num(z3.Sum([n.term if n.den == den else n.term * (den // n.den) for n in nums]), den)
 
 
 def _multiply(left: Any, right: Any) -> Num:

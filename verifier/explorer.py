@@ -250,6 +250,12 @@ class Explorer:
         self.approver = {t: model.transitions[t]["approval"]["role"] for t in model.approval_transitions}
         self.compensation_of = {s.index: s.compensation for s in model.sites if s.compensation}
         self.once_sites = [s.index for s in model.sites if _applied_once(model, s)]
+        # Per transition: the effects a command of it depends on, and those whose abandon its guard handles,
+        # as the runtime reads them (runtime/_command_effects.py: `referenced`, `handles_abandon`).
+        self.depends_on = [_depends_on(t) for t in model.transitions]
+        self.effect_sites: dict[str, list[int]] = {}
+        for site in model.sites:
+            self.effect_sites.setdefault(site.effect, []).append(site.index)
         # Transitions the scheduler fires when their guard holds: those a clock role may invoke.
         self.scheduled = frozenset(
             t["id"] for t in model.transitions if any(model.roles.get(r, {}).get("clock") for r in t["roles"])
@@ -633,6 +639,27 @@ class Explorer:
         if self.final[ctrl] and self.postings[t]:
             edge = "no_posting_after_final"
         yield move, tuple(new), 0, edge
+
+    def outcome_refusal(self, block: State, t: int) -> tuple[str, str] | None:
+        """(code, effect) when the runtime refuses a command of transition `t` in this agreement because
+        an effect it depends on has an unknown outcome, else None.
+
+        The runtime's rule (runtime/_command_effects.py, `check_dependencies`), in its order: for each
+        effect the command depends on (its guard reads `applied(E)`, `total(E)` or an outcome of E, or it
+        calls E), by name, PW526 while some call of E stands abandoned as uncertain, unless the guard reads
+        `abandoned(E)`; PW527 while one is parked for reconciliation. The search itself lets such a
+        command commit (an over-approximation, which can only add counterexamples to invariants); the
+        liveness check removes those moves, as a run of the runtime never takes them.
+        """
+        depends, handled = self.depends_on[t]
+        phase = self.layout.phase
+        for effect in depends:
+            phases = {block[phase + s] for s in self.effect_sites.get(effect, ())}
+            if Phase.ABANDONED_UNCERTAIN in phases and effect not in handled:
+                return "PW526", effect
+            if Phase.NEEDS_RECONCILIATION in phases:
+                return "PW527", effect
+        return None
 
     def _over_full(self, view: View, rule: Json) -> Formula:
         """Whether an allotment's shares add up to more than 100% (the ledger refuses it, PW756),
@@ -1482,6 +1509,27 @@ def _applied_once(model: Model, site: Any) -> bool:
     if "money_moving" in effect:
         return bool(effect["money_moving"])
     return effect.get("reversibility") in (None, "irreversible", "compensable") or site.amount is not None
+
+
+_OUTCOME_READS = frozenset({"applied", "total", "acknowledged", "reconciled", "abandoned"})
+
+
+def _effects_read(expr: Any, ops: frozenset[str] = _OUTCOME_READS) -> Iterator[str]:
+    """The effects an expression reads through `ops` (`applied` only as `applied(EFFECT)`)."""
+    if isinstance(expr, dict):
+        op = expr.get("op")
+        if op in ops and (op != "applied" or expr.get("value") == "effect"):
+            yield str(expr["name"])
+        for arg in expr.get("args", []):
+            yield from _effects_read(arg, ops)
+
+
+def _depends_on(transition: Json) -> tuple[tuple[str, ...], frozenset[str]]:
+    """(the effects a command of `transition` depends on, sorted; those whose abandon its guard handles)."""
+    guard = transition.get("guard")
+    called = {str(c["effect"]) for c in transition.get("effects", [])}
+    depends = tuple(sorted({*_effects_read(guard), *called}))
+    return depends, frozenset(_effects_read(guard, frozenset({"abandoned"})))
 
 
 def _leaves(expr: Json) -> Iterator[Json]:

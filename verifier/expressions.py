@@ -17,6 +17,7 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
+from pactwright.candidate import CHAIN_OPERATORS, CHAIN_TERMS
 from pactwright.errors import VerifyError
 from pactwright.protocol import OUTCOME_PHASES
 from pactwright.verifier.model import Json, Model
@@ -127,6 +128,48 @@ _HELPERS: dict[str, Any] = {
 _CMP_NAMES = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
 
 
+def _tsum(values: tuple[Any, ...]) -> Any:
+    """A sum where a term may be undefined (None): then the sum is too."""
+    return None if any(value is None for value in values) else sum(values)
+
+
+def _symbolic_sum(values: tuple[Any, ...]) -> Any:
+    total = values[0]
+    for value in values[1:]:
+        total = add(total, value)
+    return total
+
+
+def _connective(combine: str) -> Callable[[Space, tuple[Any, ...]], Any]:
+    def fold(space: Space, values: tuple[Any, ...]) -> Any:
+        step = getattr(space, combine)
+        formula = space.truth(values[0])
+        for value in values[1:]:
+            formula = step(formula, space.truth(value))
+        return formula
+
+    return fold
+
+
+_HELPERS["_tsum"] = _tsum
+_CONJ, _DISJ = _connective("conj"), _connective("disj")
+_SYMBOLIC_CHAINS = {"+": "_ssum", "and": "_sconj", "or": "_sdisj"}
+
+
+def chain_terms(expr: Json) -> list[Json]:
+    """The terms of the chain of `expr`'s operator it tops, in written order.
+
+    A binary chain (`(a + b) + c`), a chain that is one node (more than
+    CHAIN_TERMS terms, candidate.py) and a mix of the two (a mutant adds a
+    binary `+ 1` to an amount) all read as the same left-to-right terms.
+    """
+    op, rights, node = expr["op"], [], expr
+    while node["op"] == op and node.get("args"):
+        rights.extend(reversed(node["args"][1:]))
+        node = node["args"][0]
+    return [node, *reversed(rights)]
+
+
 class ExpressionCompiler:
     """Turns expression trees of one model into Python source and functions.
 
@@ -149,6 +192,8 @@ class ExpressionCompiler:
         if method is not None:
             text: str = method(expr)
             return text
+        if op in CHAIN_OPERATORS:
+            return self._chain(op, chain_terms(expr))
         args = [self.source(a) for a in expr.get("args", [])]
         if self.space is not None:
             return self._symbolic(expr, args)
@@ -181,6 +226,24 @@ class ExpressionCompiler:
         if op == "neg":
             return f"_pneg({args[0]})" if timed else f"(-{args[0]})"
         raise VerifyError(f"unknown expression operator `{op}` in the model", code="PW304")
+
+    def _chain(self, op: str, terms: list[Json]) -> str:
+        """A chain of `+`, `and` or `or`, binary or one node, as one flat call or operator run.
+
+        Flat, so the source nests as the policy does, not one level a term
+        (CPython refuses more than 200 nested parentheses, and its compiler
+        recurses over a long `a + b + ...`); the result is the left-to-right
+        fold the binary tree means: sums are exact, connectives short-circuit.
+        """
+        args = [self.source(term) for term in terms]
+        listed = "(" + ", ".join(args) + ",)"
+        if self.space is not None:
+            return f"{_SYMBOLIC_CHAINS[op]}({listed})"
+        if op == "+" and any(_partial(term) for term in terms):
+            return f"_tsum({listed})"
+        if op == "+" and len(terms) > CHAIN_TERMS:
+            return f"sum({listed})"
+        return "(" + f" {op} ".join(args) + ")"
 
     def _symbolic(self, expr: Json, args: list[str]) -> str:
         op = expr["op"]
@@ -289,7 +352,9 @@ class ExpressionCompiler:
         code = f"lambda v: {self.source(expr)}"
         scope = dict(_HELPERS)
         if self.space is not None:
-            scope.update({"_S": self.space, "_sadd": add, "_sscale": scale})
+            space = self.space
+            scope.update({"_S": space, "_sadd": add, "_sscale": scale, "_ssum": _symbolic_sum})
+            scope.update({"_sconj": lambda values: _CONJ(space, values), "_sdisj": lambda values: _DISJ(space, values)})
         compiled: Callable[[View], Any] = eval(code, scope)  # noqa: S307 - source built from the model's own tree
         return compiled
 

@@ -112,14 +112,20 @@ def _linear(expr: Json, fixed: dict[str, int]) -> Linear | None:
         inner = _linear(args[0], fixed)
         return None if inner is None else (-inner[0], {k: -v for k, v in inner[1].items()}, -inner[2])
     if op in ("+", "-"):
-        left, right = _linear(args[0], fixed), _linear(args[1], fixed)
-        if left is None or right is None:
+        # `+` may be one node over all the terms of a long chain (new in 1.1): each term adds.
+        parts = [_linear(a, fixed) for a in args]
+        if any(part is None for part in parts):
             return None
         sign = 1 if op == "+" else -1
-        stamps = dict(left[1])
-        for name, coef in right[1].items():
-            stamps[name] = stamps.get(name, 0) + sign * coef
-        return (left[0] + sign * right[0], {k: v for k, v in stamps.items() if v}, left[2] + sign * right[2])
+        stamps: dict[str, int] = {}
+        now, constant = 0, 0
+        for index, part in enumerate(parts):
+            assert part is not None
+            factor = 1 if index == 0 else sign
+            now, constant = now + factor * part[0], constant + factor * part[2]
+            for name, coef in part[1].items():
+                stamps[name] = stamps.get(name, 0) + factor * coef
+        return (now, {k: v for k, v in stamps.items() if v}, constant)
     if op == "*":
         left, right = _linear(args[0], fixed), _linear(args[1], fixed)
         if left is None or right is None:

@@ -136,6 +136,10 @@ def _properties(report: Json) -> list[str]:
                 f"  {len(lasso['events']) + 1:>2}. stuttering in `{lasso['last_state']}`: no fair move is enabled; "
                 f"only people could still act ({waiting})"
             )
+            if lasso.get("late"):
+                lines.append(f"      {lasso['late']}")
+            for refused in lasso.get("refused", []):
+                lines.append(f"      the runtime refuses {refused}")
         else:
             lines.append(f"      back to state {lasso['back_to']}")
         if lasso.get("params"):

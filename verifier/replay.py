@@ -73,12 +73,16 @@ def _value(expr: Json, agr: ReplayAgreement, now: int, balances: dict[str, int],
         return not values[0]
     if op == "neg":
         return None if values[0] is None else -values[0]
-    if op == "and":
-        return values[0] and values[1]
-    if op == "or":
-        return values[0] or values[1]
+    # `and`, `or` and `+` may be one node over a long chain's terms (new in 1.1): folded left to right.
+    if op in ("and", "or"):
+        result = values[0]
+        for value in values[1:]:
+            result = (result and value) if op == "and" else (result or value)
+        return result
     if op == "implies":
         return (not values[0]) or values[1]
+    if op == "+" and len(values) > 2:
+        return None if any(value is None for value in values) else sum(values)
     left, right = values
     if op in ("<", "<=", ">", ">=", "==", "!="):
         if left is None or right is None:

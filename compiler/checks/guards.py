@@ -81,6 +81,12 @@ def _interval(ctx: CheckContext, expr: Expr) -> Interval:
     if expr.op == "neg" and len(expr.args) == 1:
         low, high = _interval(ctx, expr.args[0])
         return (None if high is None else -high, None if low is None else -low)
+    if expr.op == "+" and len(expr.args) > 2:
+        # One node over a long chain's terms (new in 1.1): the interval of the sum, term by term.
+        total = _interval(ctx, expr.args[0])
+        for arg in expr.args[1:]:
+            total = _sum_interval(total, _interval(ctx, arg))
+        return total
     if expr.op in ("+", "-", "*") and len(expr.args) == 2:
         left, right = _interval(ctx, expr.args[0]), _interval(ctx, expr.args[1])
         if None in left or None in right:
@@ -104,11 +110,32 @@ def _interval(ctx: CheckContext, expr: Expr) -> Interval:
     return _UNKNOWN
 
 
+def _sum_interval(left: Interval, right: Interval) -> Interval:
+    """The interval of `left + right`, as `_interval` finds it for a binary `+`."""
+    if None in left or None in right:
+        if left[0] is not None and right[0] is not None:
+            return (left[0] + right[0], None)
+        return _UNKNOWN
+    lo1, hi1 = left
+    lo2, hi2 = right
+    assert lo1 is not None
+    assert hi1 is not None
+    assert lo2 is not None
+    assert hi2 is not None
+    return (lo1 + lo2, hi1 + hi2)
+
+
 def _truth(ctx: CheckContext, expr: Expr) -> bool | None:
     """True or False when the guard's value is fixed by declared bounds; else None."""
     if expr.op == "not":
         inner = _truth(ctx, expr.args[0])
         return None if inner is None else not inner
+    if expr.op in ("and", "or") and len(expr.args) > 2:
+        # One node over a long chain's terms (new in 1.1), read as the binary chain would be.
+        parts = [_truth(ctx, arg) for arg in expr.args]
+        if expr.op == "and":
+            return False if False in parts else (True if all(parts) else None)
+        return True if True in parts else (False if all(part is False for part in parts) else None)
     if expr.op in ("and", "or", "implies"):
         left, right = _truth(ctx, expr.args[0]), _truth(ctx, expr.args[1])
         if expr.op == "and":
@@ -162,7 +189,14 @@ def _divisions_by_zero(ctx: CheckContext, node: ast.Expr, typed: Expr) -> Iterat
     stack = [(node, typed)]
     while stack:
         source, lowered = stack.pop()
-        if isinstance(source, ast.BinaryExpr) and len(lowered.args) == 2:
+        if isinstance(source, ast.BinaryExpr) and len(lowered.args) > 2:
+            # A chain lowered to one node (new in 1.1): its terms are the syntax chain's operands.
+            spine = [source]
+            while len(spine) < len(lowered.args) - 1 and isinstance(spine[-1].left, ast.BinaryExpr):
+                spine.append(spine[-1].left)
+            operands = [spine[-1].left, *(binary.right for binary in reversed(spine))]
+            stack += zip(operands, lowered.args, strict=True)
+        elif isinstance(source, ast.BinaryExpr) and len(lowered.args) == 2:
             if source.op == "/" and _interval(ctx, lowered.args[1]) == (Fraction(0), Fraction(0)):
                 yield source
             stack += [(source.left, lowered.args[0]), (source.right, lowered.args[1])]
@@ -199,7 +233,9 @@ def _now_coefficient(expr: Expr) -> int:
         return 1
     if expr.op == "neg" and len(expr.args) == 1:
         return -_now_coefficient(expr.args[0])
-    if expr.op in ("+", "-") and len(expr.args) == 2:
+    if expr.op == "+":
+        return sum(_now_coefficient(arg) for arg in expr.args)
+    if expr.op == "-" and len(expr.args) == 2:
         right = _now_coefficient(expr.args[1])
         return _now_coefficient(expr.args[0]) + (right if expr.op == "+" else -right)
     return 0
