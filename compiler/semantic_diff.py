@@ -276,7 +276,7 @@ def _summary(section: str, item: Json, scale: int) -> str:
 
 
 # How a renamed transition was paired with its old version, as the text output says it.
-_PAIRED_BY = {"clause": "clause label", "shape": "sources, target and roles"}
+PAIRED_BY = {"clause": "clause label", "shape": "sources, target and roles"}
 
 
 def render_diff_text(diff: Json) -> str:
@@ -288,7 +288,7 @@ def render_diff_text(diff: Json) -> str:
     for change in diff["changes"]:
         clause = f" [clause {change['clause']}]" if change.get("clause") else ""
         singular = change["section"].rstrip("s") if change["section"] != "policy" else "policy"
-        paired = _PAIRED_BY.get(str(change.get("matched_by")))
+        paired = PAIRED_BY.get(str(change.get("matched_by")))
         how = f" (renamed, paired by {paired})" if paired else ""
         lines.append(f"{marks[change['change']]} {singular} {change['name']}{clause}: {change['change']}{how}")
         if change.get("summary"):

@@ -31,6 +31,7 @@ from pactwright.signing import (
     sign_statement,
     verify_statement,
 )
+from pactwright.trust import DEFAULT_TRUST_PATH, Trust
 
 POLICY_APPROVAL_SUFFIX = ".approval.json"
 MAX_APPROVER_LENGTH = 200
@@ -191,3 +192,40 @@ def check_current(approval: Approval, candidate_hash: str, source: str = APPROVA
             found=approval.candidate_hash,
             hint="review the changed policy and run `pactwright approve` again",
         )
+
+
+def check_named_key(trust: Trust, keyid: str, approver: str, source: str = DEFAULT_TRUST_PATH) -> bool:
+    """Refuse (PW480) an approval naming `approver` with a key the trust file does not record under that name.
+
+    The key's recorded name must be `approver`; a key recorded under no
+    name may not claim a name the trust file records for other keys.
+    Returns whether the trust file binds this key to the name (False: the
+    key has no recorded name and nobody's keys are recorded as `approver`,
+    so there is nothing to check against; the caller warns).
+    """
+    entry = trust.get(keyid)
+    if entry is not None and entry.name is not None:
+        if entry.name != approver:
+            raise ActivationError(
+                f"key `{keyid}` is `{entry.name}`'s in `{source}`, not `{approver}`'s: "
+                "an approval names the person whose key signs it",
+                code="PW480",
+                file=source,
+                field="approver",
+                expected=entry.name,
+                found=approver,
+            )
+        return True
+    owners = trust.named(approver)
+    if owners:
+        listed = ", ".join(f"`{k.keyid}`" for k in owners)
+        raise ActivationError(
+            f"`{source}` records `{approver}` with key {listed}, not `{keyid}`: "
+            "an approval names the person whose key signs it",
+            code="PW480",
+            file=source,
+            field="approver",
+            expected=listed,
+            found=f"`{keyid}`",
+        )
+    return False

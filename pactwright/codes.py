@@ -9,6 +9,7 @@ from __future__ import annotations
 CODES: dict[str, str] = {
     # kernel
     "PW001": "usage error or unreadable input",
+    "PW003": "internal error",
     "PW011": "float in a hashed document",
     "PW012": "non-string key in a hashed document",
     "PW013": "integer too large for canonical JSON",
@@ -100,6 +101,7 @@ CODES: dict[str, str] = {
     # PW2xx: compile
     "PW201": "cannot write the bundle",
     "PW202": "no such clause in the bundle",
+    "PW203": "policy source is not the bundle's candidate",
     "PW210": "emitted ledger program does not parse",
     # PW3xx: verify
     "PW301": "unsupported model format",
@@ -179,6 +181,8 @@ CODES: dict[str, str] = {
     "PW460": "rollback to a lower version",
     "PW461": "same version with different bytes",
     "PW462": "incomplete report without --allow-incomplete at activation",
+    # PW480-PW489: who an approval names (pactwright approve)
+    "PW480": "approver name differs from the trust file's name for the key",
     # PW501-PW549: agreements and the command path (runtime/agreements.py, runtime/commands.py)
     "PW501": "unknown agreement",
     "PW502": "agreement id taken or malformed",
@@ -247,6 +251,7 @@ CODES: dict[str, str] = {
     "PW612": "party role registered with another key",
     "PW613": "unusable party public key",
     "PW614": "second grant of one request by the same party",
+    "PW615": "approval proof signed with another party's registered key",
     # PW620-PW639: effect dispatch and providers (runtime/effect_http.py, runtime/provider_sim.py)
     "PW620": "egress not declared by the effect",
     "PW621": "declared destination without a provider route",
@@ -269,7 +274,7 @@ CODES: dict[str, str] = {
     "PW641": "only an operator may resolve an effect call",
     "PW642": "effect call is not parked",
     "PW643": "bad resolution, provider reference or reason",
-    # PW660-PW679: the safety gate and its scenario files (gate/, pactwright gate)
+    # PW660-PW669: the safety gate and its scenario files (gate/, pactwright gate)
     "PW660": "scenario file unreadable or not TOML",
     "PW661": "unknown or missing scenario key",
     "PW662": "bad scenario value",
@@ -277,6 +282,22 @@ CODES: dict[str, str] = {
     "PW664": "no scenario files",
     "PW665": "scenario expectation failed",
     "PW666": "scenario step could not run",
+    # PW670-PW679: bearer tokens and the authority they carry (runtime/tokens.py)
+    "PW670": "missing or malformed bearer token",
+    "PW671": "bearer token not valid",
+    "PW672": "token's party does not hold the role",
+    "PW673": "clock role is never available to a token",
+    "PW674": "token for a party without a registered role",
+    "PW675": "unknown token id",
+    # PW680-PW689: the HTTP service (service/, pactwright serve)
+    "PW680": "no such endpoint",
+    "PW681": "method not allowed on the endpoint",
+    "PW682": "request body is not application/json",
+    "PW683": "request body too large",
+    "PW684": "request does not match the API schema",
+    "PW685": "JSON number where the API takes a decimal string",
+    "PW686": "service not ready",
+    "PW687": "review pages not available on this host",
     "PW644": "effect call disagrees with its committed event",
     # PW7xx: store and ledger
     # PW700-PW709: the store
@@ -290,6 +311,7 @@ CODES: dict[str, str] = {
     "PW707": "stored records disagree",
     "PW708": "stored bundle no longer passes activation",
     "PW709": "store write failed and was rolled back",
+    "PW710": "no stored bundle with that manifest hash",
     "PW751": "ledger program syntax error",
     "PW752": "unsupported ledger construct",
     "PW753": "bad, missing or extra ledger variable",

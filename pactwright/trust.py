@@ -41,18 +41,25 @@ from pactwright.signing import (
 
 DEFAULT_TRUST_PATH = "trust.json"
 _KEY_FIELDS = {"keyid", "public_key", "roles", "scope", "revoked"}
+MAX_NAME_LENGTH = 200
 _TOP_FIELDS = {"format", "threshold", "keys"}
 
 
 @dataclass(frozen=True)
 class TrustedKey:
-    """One key of the trust file; `scope` None means any pact."""
+    """One key of the trust file; `scope` None means any pact; `name` whose key it is (None: not recorded).
+
+    A name binds the key to one person: `approve --approver NAME` refuses a
+    key recorded under another name (PW480). Entries without a name omit
+    the field, so a trust file written before names keeps its bytes.
+    """
 
     keyid: str
     public_key: bytes
     roles: tuple[str, ...]
     scope: tuple[str, ...] | None = None
     revoked: bool = False
+    name: str | None = None
 
     def key(self) -> Ed25519PublicKey:
         return public_key_from_raw(self.public_key)
@@ -62,13 +69,16 @@ class TrustedKey:
         return not self.revoked and role in self.roles and (self.scope is None or pact_id in self.scope)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "keyid": self.keyid,
             "public_key": encode_b64(self.public_key),
             "roles": list(self.roles),
             "scope": list(self.scope) if self.scope is not None else None,
             "revoked": self.revoked,
         }
+        if self.name is not None:
+            out["name"] = self.name
+        return out
 
 
 @dataclass(frozen=True)
@@ -80,6 +90,10 @@ class Trust:
 
     def get(self, keyid: str) -> TrustedKey | None:
         return next((k for k in self.keys if k.keyid == keyid), None)
+
+    def named(self, name: str) -> tuple[TrustedKey, ...]:
+        """The keys recorded under `name`, revoked ones included."""
+        return tuple(k for k in self.keys if k.name == name)
 
     def to_json(self) -> dict[str, Any]:
         return {"format": TRUST_FORMAT, "threshold": self.threshold, "keys": [k.to_json() for k in self.keys]}
@@ -108,10 +122,23 @@ def _sorted_unique_strings(value: Any) -> bool:
     )
 
 
+def valid_name(name: object) -> bool:
+    """A person's name as the trust file records it: 1 to 200 printable characters, not only spaces."""
+    return (
+        isinstance(name, str)
+        and bool(name.strip())
+        and len(name) <= MAX_NAME_LENGTH
+        and all(c.isprintable() for c in name)
+    )
+
+
 def _parse_key(entry: Any, index: int, source: str) -> TrustedKey:
     where = f"keys/{index}"
-    if not isinstance(entry, dict) or set(entry) != _KEY_FIELDS:
-        raise _invalid(source, f"`{where}` must have exactly the fields {sorted(_KEY_FIELDS)}", where)
+    if not isinstance(entry, dict) or set(entry) - {"name"} != _KEY_FIELDS:
+        raise _invalid(source, f"`{where}` must have exactly the fields {sorted(_KEY_FIELDS)} (and `name`)", where)
+    name = entry.get("name")
+    if "name" in entry and not valid_name(name):
+        raise _invalid(source, f"`{where}/name` must be 1 to {MAX_NAME_LENGTH} printable characters", f"{where}/name")
     keyid, public_b64 = entry["keyid"], entry["public_key"]
     if not isinstance(keyid, str) or not is_hash(keyid):
         raise _invalid(source, f"`{where}/keyid` is not a `sha256:` key id", f"{where}/keyid", "PW405")
@@ -138,7 +165,7 @@ def _parse_key(entry: Any, index: int, source: str) -> TrustedKey:
         raise _invalid(source, f"`{where}/scope` must be null or a sorted list of pact ids", f"{where}/scope")
     if not isinstance(revoked, bool):
         raise _invalid(source, f"`{where}/revoked` must be true or false", f"{where}/revoked")
-    return TrustedKey(keyid, raw, tuple(roles), tuple(scope) if scope is not None else None, revoked)
+    return TrustedKey(keyid, raw, tuple(roles), tuple(scope) if scope is not None else None, revoked, name)
 
 
 def parse_trust(data: bytes, source: str = DEFAULT_TRUST_PATH) -> Trust:
@@ -179,14 +206,22 @@ def write_trust(path: str | os.PathLike[str], trust: Trust) -> None:
 
 
 def add_key(
-    trust: Trust, public_key: Ed25519PublicKey, roles: Iterable[str], scope: Iterable[str] | None = None
+    trust: Trust,
+    public_key: Ed25519PublicKey,
+    roles: Iterable[str],
+    scope: Iterable[str] | None = None,
+    name: str | None = None,
 ) -> Trust:
     """Add a key, or merge roles and scope into the entry it already has.
 
     Merging only widens what the key may do: roles are a union, and scoped
     pact ids are added to the key's list (a key already allowed any pact
-    stays so). Omitting `scope` for a listed key keeps its scope.
+    stays so). Omitting `scope` for a listed key keeps its scope. `name`
+    records whose key it is; a recorded name is never replaced by another
+    (PW403), since approvals made under it would then name someone else.
     """
+    if name is not None and not valid_name(name):
+        raise UsageError(f"a key's name is 1 to {MAX_NAME_LENGTH} printable characters", code="PW403", field="name")
     raw = raw_public_key(public_key)
     keyid = hash_bytes(raw)
     if weak_public_key(raw):
@@ -204,7 +239,9 @@ def add_key(
         raise UsageError("a scope must name at least one pact id", code="PW403", field="scope")
     existing = trust.get(keyid)
     if existing is None:
-        entry = TrustedKey(keyid, raw, tuple(sorted(new_roles)), tuple(sorted(new_scope)) if new_scope else None)
+        entry = TrustedKey(
+            keyid, raw, tuple(sorted(new_roles)), tuple(sorted(new_scope)) if new_scope else None, name=name
+        )
         return replace(trust, keys=tuple(sorted((*trust.keys, entry), key=lambda k: k.keyid)))
     if existing.revoked:
         raise UsageError(
@@ -216,7 +253,21 @@ def add_key(
     scope_out = existing.scope
     if existing.scope is not None and new_scope is not None:
         scope_out = tuple(sorted(set(existing.scope) | new_scope))
-    merged = replace(existing, roles=tuple(sorted(set(existing.roles) | new_roles)), scope=scope_out)
+    if name is not None and existing.name is not None and name != existing.name:
+        raise UsageError(
+            f"key `{keyid}` is recorded as `{existing.name}`'s; a key's name is never replaced",
+            code="PW480",
+            field="name",
+            expected=existing.name,
+            found=name,
+            hint="a key belongs to one person: generate a new key with `pactwright keygen` for another",
+        )
+    merged = replace(
+        existing,
+        roles=tuple(sorted(set(existing.roles) | new_roles)),
+        scope=scope_out,
+        name=existing.name if name is None else name,
+    )
     return replace(trust, keys=tuple(merged if k.keyid == keyid else k for k in trust.keys))
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from pactwright.approval import Approval, parse_approval
+from pactwright.approval import Approval, check_named_key, parse_approval
 from pactwright.bundle_check import Manifest
 from pactwright.bundle_signing import format_time, parse_expires
 from pactwright.canonical import is_hash
@@ -272,6 +272,7 @@ def check_approval(approval: Approval, trust: Trust, manifest: Manifest) -> None
             file=APPROVAL_PATH,
             field="signature",
         )
+    _check_approver_name(trust, str(statement["keyid"]), str(statement["approver"]))
     approved = (statement["candidate_hash"], statement["pact"]["id"], statement["pact"]["version"])
     if approved != (manifest.candidate_hash, manifest.pact_id, manifest.pact_version):
         raise Refusal(
@@ -284,3 +285,20 @@ def check_approval(approval: Approval, trust: Trust, manifest: Manifest) -> None
             labels=("manifest", "approval"),
             hint="the approver must approve this exact candidate hash again",
         )
+
+
+TRUST_SOURCE = "trust.json"
+
+
+def _check_approver_name(trust: Trust, keyid: str, approver: str) -> None:
+    """The name an approval gives is the name the trust file records for its key (PW480), as `approve` checks.
+
+    `approve` refuses such an approval when it is made; activation checks it
+    again, so an approval written by other means (or made where no trust
+    file was at hand) cannot put one person's name on another's key.
+    """
+    try:
+        check_named_key(trust, keyid, approver, TRUST_SOURCE)
+    except ActivationError as exc:
+        raise Refusal("PW480", str(exc.args[0]), file=APPROVAL_PATH, field="statement/approver",
+                      expected=exc.expected, found=exc.found) from None  # fmt: skip

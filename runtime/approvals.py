@@ -16,7 +16,8 @@ agreement (PW605), the requester when the policy says `not requester`
 (PW607), an approver with no key registered for the role in the party
 registry (PW606), and a proof that is not the registered key's ed25519
 signature over `{"approval": ID, "preview_digest": DIGEST, "decision":
-"grant"}` (PW608). Then the parked command runs through the whole command
+"grant"}` (PW608; PW615 when it is the key the registry lists for another
+party). Then the parked command runs through the whole command
 path with the grant; the command path recomputes the preview and refuses
 (PW603) when it differs from the one signed. The request is marked consumed
 by the event in the same transaction. Only the proof's digest is kept, in
@@ -53,7 +54,7 @@ from pactwright.runtime.parties import key_for
 from pactwright.runtime.store import Store
 from pactwright.runtime.store._backend import Backend
 from pactwright.runtime.store._migrations import EFFECT_TABLES
-from pactwright.signing import decode_b64, public_key_from_raw, verify_statement
+from pactwright.signing import decode_b64, public_key_from_raw, verify_statement, weak_public_key
 
 __all__ = [
     "APPROVAL_TTL_S",
@@ -225,9 +226,30 @@ def _check_decision(db: Backend, agreement: Agreement, bundle: Bundle, request: 
     signature = decode_b64(proof_b64) if len(proof_b64) <= MAX_PROOF else None
     statement = request.statement(decision)
     if signature is None or not verify_statement(public_key_from_raw(raw), statement, proof_b64):
+        owner = _other_signer(db, party, statement, proof_b64) if signature is not None else None
+        if owner is not None:
+            raise refuse("PW615", f"the proof is signed with the key the party registry lists for `{owner}`, "
+                          f"not `{party}`'s key for `{role}`", field="proof", expected=party, found=owner,
+                          hint=f"decide as `{owner}`, or with `{party}`'s own key")  # fmt: skip
         raise refuse("PW608", f"the proof is not `{party}`'s signature ({role}) of the {decision} of "
                       f"`{request.id}` for preview {request.preview_digest}", field="proof")  # fmt: skip
     return role, hash_bytes(signature)
+
+
+def _other_signer(db: Backend, party: str, statement: Mapping[str, Any], proof_b64: str) -> str | None:
+    """The other registered party whose key made this proof, if any: so the refusal names the mismatch (PW615).
+
+    Only reached for a proof that `party`'s own key does not verify; the
+    decision is refused either way, this only says why.
+    """
+    found = db.query("SELECT DISTINCT party, public_key FROM parties WHERE party <> ? AND public_key IS NOT NULL "
+                     "ORDER BY party", (party,))  # fmt: skip
+    for owner, encoded in found:
+        raw = decode_b64(str(encoded))
+        if raw is not None and not weak_public_key(raw) and verify_statement(public_key_from_raw(raw), dict(statement),
+                                                                              proof_b64):  # fmt: skip
+            return str(owner)
+    return None
 
 
 def _four_eyes_role(agreement: Agreement, request: ApprovalRequest, need: Mapping[str, Any], party: str) -> str:

@@ -76,6 +76,7 @@ class Trusted:
     roles: tuple[str, ...] = ("signer",)
     scope: tuple[str, ...] | None = None
     revoked: bool = False
+    name: str | None = None  # whose key it is; omitted from the file when None
 
 
 def trust_bytes(entries: Iterable[Trusted], threshold: int = 1) -> bytes:
@@ -87,6 +88,7 @@ def trust_bytes(entries: Iterable[Trusted], threshold: int = 1) -> bytes:
             "roles": sorted(e.roles),
             "scope": None if e.scope is None else sorted(e.scope),
             "revoked": e.revoked,
+            **({} if e.name is None else {"name": e.name}),
         }
         for e in entries
     ]

@@ -9,6 +9,7 @@ also reports which compiler or verifier modules it loaded: none may be.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -115,6 +116,9 @@ def test_open_submit_and_show_work_without_it(deploy: dict[str, str], tmp_path: 
         ["effects", "list", "--store", store, "--parked"],
         ["parties", "add", "carol", "--role", "arbiter", "--store", store, "--clock-file", str(clock)],
         ["parties", "list", "--store", store],
+        ["parties", "add", "dora", "--role", "buyer", "--store", store, "--clock-file", str(clock), "--token"],
+        ["parties", "token", "dora", "--store", store, "--clock-file", str(clock)],
+        ["parties", "tokens", "--store", store],
         ["approvals", "list", "--store", store, "--status", "pending"],
         ["show", "a1", "--store", store, "--format", "json"],
         ["scheduler", "--store", store, "--once", "--clock-file", str(clock)],
@@ -125,6 +129,10 @@ def test_open_submit_and_show_work_without_it(deploy: dict[str, str], tmp_path: 
         result = _run(*step)
         assert result.returncode == 0, (step[0], result.stderr)
         assert "LOADED []" in result.stdout, step[0]
+    listed = _run("parties", "tokens", "--store", store, "--format", "json").stdout
+    token_id = json.loads(listed[: listed.index("LOADED")])[0]["token_id"]
+    revoked = _run("parties", "revoke", token_id, "--store", store)
+    assert (revoked.returncode, revoked.stdout.splitlines()) == (0, [f"revoked {token_id}", "LOADED []"])
     refused = _run("submit", "a1", "nope", "--as", "buyer:alice", "--key", "k9", "--store", store)
     assert refused.returncode == 1
     assert refused.stderr.startswith("error[PW506]")

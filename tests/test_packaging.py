@@ -3,14 +3,19 @@
 An editable install hides packaging mistakes (a subpackage missing from
 pyproject's list, grammar files not shipped, a top-level `compiler` module
 leaking out), so these tests build a real wheel from a copy of the tree,
-install it in a new virtual environment, and run `pactwright check` from a
-directory outside the repository. Installing the wheel's dependencies needs
-the package index; the build itself uses `build` from the dev extra.
+install it in a new virtual environment, and run `pactwright check`,
+`pactwright verify` and `python -m pactwright` from a directory outside the
+repository. One wheel and one venv serve every test of the module. Installing
+the wheel's dependencies needs the package index; the build itself uses
+`build` from the dev extra.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import select
 import shutil
 import subprocess
 import sys
@@ -19,12 +24,14 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import pytest
 
+from pactwright import __version__
 from pactwright.compiler.pipeline import check_bytes
 
 REPO = Path(__file__).resolve().parents[1]
-ROOMS = ("pactwright", "compiler", "verifier", "runtime", "templates", "gate")
+ROOMS = ("pactwright", "compiler", "verifier", "runtime", "templates", "gate", "service")
 POLICY = "policies/marketplace_milestone.pact"
 _SKIP = shutil.ignore_patterns(
     ".git", ".venv", "venv", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", ".ruff_cache",
@@ -91,10 +98,11 @@ def test_wheel_ships_the_grammar_and_only_the_pactwright_package(wheel: Path) ->
         names = archive.namelist()
     assert "pactwright/compiler/grammar/pact.lark" in names
     assert "pactwright/py.typed" in names
+    assert "pactwright/__main__.py" in names, "`python -m pactwright` needs the package's __main__"
     tops = {name.split("/", 1)[0] for name in names}
     dist_info = {top for top in tops if top.endswith(".dist-info")}
     assert tops - dist_info == {"pactwright"}, f"unexpected top-level entries: {sorted(tops - dist_info)}"
-    for room in ("compiler", "runtime", "verifier", "templates"):
+    for room in ROOMS[1:]:
         assert not any(name.startswith(f"{room}/") for name in names), f"top-level `{room}` package in the wheel"
 
 
@@ -106,12 +114,64 @@ def test_installed_wheel_checks_a_policy_outside_the_repo(installed: Installed) 
     assert result.stdout == f"{POLICY}: ok  candidate {in_process.candidate.hash()}\n"
 
 
+def test_installed_wheel_runs_as_a_module(installed: Installed) -> None:
+    python = str(installed.bin("python"))
+    version = _run([python, "-m", "pactwright", "--version"], cwd=installed.outside, timeout=120)
+    assert (version.returncode, version.stdout) == (0, f"pactwright {__version__}\n"), version.stderr
+    by_module = _run([python, "-m", "pactwright", "check", POLICY], cwd=installed.outside, timeout=120)
+    by_script = _run([str(installed.bin("pactwright")), "check", POLICY], cwd=installed.outside, timeout=120)
+    assert by_module.returncode == 0, by_module.stderr
+    assert (by_module.stdout, by_module.stderr) == (by_script.stdout, by_script.stderr)
+
+
+def test_installed_wheel_verifies_a_reference_policy_as_the_tree_does(installed: Installed) -> None:
+    """The installed verifier's report is byte for byte the one this tree's verifier writes."""
+    args = ["verify", POLICY, "--format", "json"]
+    # Both runs at once: each is a few seconds of exploration, proofs and mutants.
+    wheel = subprocess.Popen(
+        [str(installed.bin("pactwright")), *args], cwd=installed.outside, env=_clean_env(), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    tree = _run([sys.executable, "-m", "pactwright", *args], cwd=REPO, timeout=120)
+    out, err = wheel.communicate(timeout=120)
+    assert wheel.returncode == 0, err
+    assert tree.returncode == 0, tree.stderr
+    report = json.loads(out)
+    assert report["format"] == "pactwright.report/1"
+    assert report["verdict"] == "pass"
+    assert out == tree.stdout
+
+
+def test_installed_wheel_serves_http(installed: Installed, tmp_path: Path) -> None:
+    """`serve` from the wheel: the service package and its web dependencies are installed and answer."""
+    store = tmp_path / "store.sqlite"
+    server = subprocess.Popen(
+        [str(installed.bin("pactwright")), "serve", "--store", str(store), "--port", "0"],
+        cwd=installed.outside, env=_clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert server.stdout is not None
+        ready, _, _ = select.select([server.stdout], [], [], 60)
+        line = server.stdout.readline() if ready else ""
+        match = re.fullmatch(r"listening on (http://127\.0\.0\.1:\d+)\n", line)
+        assert match, f"no `listening on` line from serve: {line!r}"
+        health = httpx.get(f"{match[1]}/healthz", timeout=10)
+        assert (health.status_code, health.json()) == (200, {"status": "ok"})
+        spec = httpx.get(f"{match[1]}/openapi.json", timeout=10)
+        assert spec.status_code == 200
+        assert spec.json()["paths"], "the published OpenAPI document lists no paths"
+    finally:
+        server.terminate()
+        _, err = server.communicate(timeout=30)
+    assert "Traceback" not in err, err
+
+
 def test_installed_wheel_imports_from_its_own_venv(installed: Installed) -> None:
     probe = (
         "import importlib.util, pactwright, pactwright.compiler;"
         "print(pactwright.__file__);"
         "print(pactwright.compiler.__file__);"
-        "print([m for m in ('compiler', 'runtime', 'verifier', 'templates') if importlib.util.find_spec(m)])"
+        f"print([m for m in {ROOMS[1:]!r} if importlib.util.find_spec(m)])"
     )
     result = _run([str(installed.bin("python")), "-c", probe], cwd=installed.outside, timeout=120)
     assert result.returncode == 0, result.stderr

@@ -6,6 +6,6 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 stage="$root/build/typecheck"
 rm -rf "$stage" && mkdir -p "$stage/pactwright"
 for entry in "$root"/pactwright/*; do ln -s "$entry" "$stage/pactwright/$(basename "$entry")"; done
-for room in compiler verifier runtime templates gate; do ln -s "$root/$room" "$stage/pactwright/$room"; done
+for room in compiler verifier runtime templates gate service; do ln -s "$root/$room" "$stage/pactwright/$room"; done
 cd "$stage"
 "${PYTHON:-python}" -m mypy --config-file "$root/pyproject.toml" -p pactwright "$@"

@@ -7,6 +7,9 @@ candidate hash. The command prints the pact id, version and candidate hash
 before writing, so the human sees exactly what they approve. The approval
 goes into the bundle as `approval.json`, or beside the policy as
 `<stem>.approval.json` for `build` to carry; the manifest is never touched.
+With a trust file (`--trust`, or `./trust.json`), the key must be the one it
+records under the `--approver` name (PW480): nobody approves in another
+person's name.
 """
 
 from __future__ import annotations
@@ -16,6 +19,10 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 
 @dataclass(frozen=True)
@@ -34,6 +41,8 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--key", required=True, metavar="K.key", help="the approver's private key")
     parser.add_argument("--approver", required=True, metavar="NAME", help="who approves (recorded in the approval)")
     parser.add_argument("--out", metavar="PATH", help="where to write the approval (default: see above)")
+    parser.add_argument("--trust", metavar="TRUST", help="trust.json whose names the approver must match "
+                        "(default: ./trust.json when it exists)")  # fmt: skip
     parser.add_argument("--format", choices=("text", "json"), default="text")
 
 
@@ -65,6 +74,23 @@ def _from_bundle(directory: Path) -> Subject:
     return Subject(manifest.pact_id, manifest.pact_version, candidate_hash, directory / APPROVAL_PATH, directory)
 
 
+def _check_name(args: argparse.Namespace, public_key: Ed25519PublicKey) -> None:
+    """Refuse (PW480) a key the trust file records under another name than `--approver`, before writing."""
+    from pactwright.approval import check_approver_name, check_named_key
+    from pactwright.signing import key_id
+    from pactwright.trust import DEFAULT_TRUST_PATH, load_trust
+
+    path = args.trust or (DEFAULT_TRUST_PATH if Path(DEFAULT_TRUST_PATH).is_file() else None)
+    if path is None:
+        return  # nothing to check against here; activation checks the approval against its trust file
+    keyid = key_id(public_key)
+    if not check_named_key(load_trust(path), keyid, check_approver_name(args.approver), path):
+        sys.stderr.write(
+            f"warning: `{path}` records no name for key `{keyid}`, so `--approver` is not checked against it; "
+            f"record one with `pactwright trust add KEY.pub --role approver --name NAME --file {path}`\n"
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     from pactwright._files import write_atomic
     from pactwright.approval import make_approval
@@ -76,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
     if too_open(args.key):
         sys.stderr.write(f"warning: `{args.key}` is readable by other users; `chmod 600 {args.key}`\n")
     subject = _from_bundle(target) if target.is_dir() else _from_policy(args.target)
+    _check_name(args, private_key.public_key())
     approval = make_approval(
         private_key,
         pact_id=subject.pact_id,

@@ -31,6 +31,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     add.add_argument("public_key", metavar="PUBKEY", help="the key's `.pub` file (PEM)")
     add.add_argument("--role", action="append", required=True, choices=("approver", "signer"), dest="roles")
     add.add_argument("--scope", action="append", metavar="ID", help="a pact id the key may act on (repeatable)")
+    add.add_argument("--name", metavar="NAME", help="whose key it is: `approve --approver` must give this name")
     revoke = sub.add_parser("revoke", help="revoke a key (it stays listed as revoked)")
     revoke.add_argument("keyid", metavar="KEYID")
     threshold = sub.add_parser("threshold", help="how many distinct trusted signers activation requires")
@@ -52,7 +53,8 @@ def _describe(trust: Trust, keyid: str) -> str:
     assert key is not None
     scope = ", ".join(key.scope) if key.scope is not None else "any pact"
     state = "  REVOKED" if key.revoked else ""
-    return f"{key.keyid}  {','.join(key.roles)}  scope: {scope}{state}"
+    name = f"  name: {key.name}" if key.name is not None else ""
+    return f"{key.keyid}  {','.join(key.roles)}  scope: {scope}{name}{state}"
 
 
 def _warn_threshold(trust: Trust, path: str) -> None:
@@ -83,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         public_key = load_public_key(args.public_key)
         before = _load_or_new(path)
         keyid = key_id(public_key)
-        trust = add_key(before, public_key, args.roles, args.scope)
+        trust = add_key(before, public_key, args.roles, args.scope, args.name)
         write_trust(path, trust)
         verb = "updated" if before.get(keyid) is not None else "added"
         sys.stdout.write(f"{verb} {_describe(trust, keyid)}\n")

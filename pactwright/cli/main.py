@@ -46,6 +46,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "evidence": ("cmd_evidence", "print an agreement's evidence (claim, support, limits) or verify its hash chain"),
     "gate": ("cmd_gate", "run scenario files against a real runtime and simulator; exit 1 on unsafe evidence"),
     "provider-sim": ("cmd_provider_sim", "run the provider simulator: a payment provider on loopback with faults"),
+    "serve": ("cmd_serve", "serve the runtime over HTTP: agreements, commands, approvals, effects, evidence"),
+    "report": ("cmd_report", "write the review page of a bundle or an agreement as one HTML file"),
 }
 
 

@@ -302,9 +302,27 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    Migration(
+        7,
+        "bearer tokens",
+        (
+            # One row per bearer token (runtime/tokens.py): the registered party it acts as, and the
+            # SHA-256 (hex) of its secret, never the secret. A revoked token keeps its row (revoked_at set).
+            """CREATE TABLE tokens (
+                token_id TEXT PRIMARY KEY,
+                party TEXT NOT NULL,
+                secret_hash TEXT NOT NULL,
+                created_at INTEGER NOT NULL,
+                revoked_at INTEGER
+            )""",
+            "CREATE INDEX tokens_by_party ON tokens (party, token_id)",
+        ),
+    ),
 )
 # The migration that created the effect, approval-request and party tables.
 EFFECT_TABLES = 4
+# The migration that created the bearer-token table.
+TOKEN_TABLES = 7
 LATEST = MIGRATIONS[-1].version
 # The migration that created the runtime's tables (agreements, events, idempotency keys, outbox,
 # approvals, evidence): a store at this version or later holds them, whatever came after.
@@ -325,6 +343,7 @@ TABLES = (
     "effects",
     "approval_requests",
     "limits",
+    "tokens",
 )
 
 _LEDGER = "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL)"
