@@ -97,6 +97,7 @@ CODES: dict[str, str] = {
     "PW185": "limit window that is not a positive duration",
     "PW186": "limit per a role that is not a party role",
     "PW187": "expression chain too long",
+    "PW188": "role named like the store's operator role",
     "PW199": "policy has blockers; nothing was produced",
     # PW2xx: compile
     "PW201": "cannot write the bundle",

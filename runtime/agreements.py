@@ -23,7 +23,7 @@ from pactwright.runtime._agreement import Agreement, Bundle, bundle_of
 from pactwright.runtime.clock import Clock, SystemClock, epoch_seconds
 from pactwright.runtime.ledger_api import Ledger
 from pactwright.runtime.store import Store, StoredBundle
-from pactwright.runtime.store._backend import Backend
+from pactwright.runtime.store._backend import Backend, storable
 from pactwright.runtime.store._migrations import LATEST
 
 __all__ = ["AgreementView", "check_open", "invariant_values", "open_agreement", "show"]
@@ -108,6 +108,8 @@ def _encode(kind: str, raw: str, scale: int, name: str) -> str:
         raise _bad(f"param `{name}` is a duration, which only a policy can fix", name, found=raw)
     if len(raw) > 1024:
         raise _bad(f"param `{name}` is longer than 1024 characters", name)
+    if not storable(raw):
+        raise _bad(f"param `{name}` holds a NUL or an unpaired surrogate, which no text value may", name)
     return raw
 
 

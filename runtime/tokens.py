@@ -52,6 +52,7 @@ __all__ = [
     "TokenInfo",
     "authenticate",
     "authorize",
+    "clock_bindings",
     "issue_token",
     "list_tokens",
     "may_read",
@@ -265,9 +266,36 @@ def pact_clock_roles(store: Store, agreement_id: str) -> frozenset[str]:
     return frozenset(clock_roles(bundle))
 
 
+def clock_bindings(store: Store, pact_id: str, parties: Mapping[str, str]) -> frozenset[str]:
+    """The clock roles of the pact's active version, after refusing `parties` that name who the clock is.
+
+    The runtime binds a clock role to the role's own name, and the
+    scheduler acts as whatever party an agreement binds to it: a caller
+    opening an agreement that binds the clock to itself or to anyone else
+    would choose the clock's identity, so that is PW673 (HTTP 403) for every
+    token, operators included. Stating the default (`scheduler: scheduler`)
+    is allowed. An unknown pact answers what opening it answers.
+    """
+    with store.transaction(write=False) as db:
+        bundle = rows.bundle_of(store.active_in(db, pact_id))
+    roles = frozenset(clock_roles(bundle))
+    for role in sorted(roles & set(parties)):
+        if parties[role] != role:
+            raise AuthorizationError(
+                f"`{role[:60]}` is the pact's clock role: the runtime's scheduler acts as it, as `{role[:60]}`; "
+                "no agreement binds it to a party",
+                code="PW673",
+                field=f"parties.{role[:60]}",
+                found=parties[role][:60],
+            )
+    return roles
+
+
 def authorize(store: Store, principal: Principal, agreement_id: str, role: str) -> None:
     """`require_role` for acting in `role` on one agreement, with that agreement's pact's clock roles, and
-    the agreement binding `role` to the principal's party (PW508, HTTP 403).
+    the agreement binding `role` to the principal's party (PW508, HTTP 403). A
+    caller the agreement does not bind at all (and not an operator) is
+    answered exactly as for an unknown agreement (PW501, HTTP 404), as reads are.
 
     The command path checks the binding again when the command runs; it is
     checked here first so that a caller the agreement does not bind never
@@ -276,6 +304,8 @@ def authorize(store: Store, principal: Principal, agreement_id: str, role: str) 
     """
     with store.transaction(write=False) as db:
         agreement = rows.read(db, agreement_id, lock=False)
+        if not may_read(principal, agreement.parties):
+            raise rows.unknown(agreement_id)  # as for reads: nothing says the agreement exists
         bundle = rows.load_bundle(store, db, agreement, ())
     require_role(principal, role, clock_roles=frozenset(clock_roles(bundle)))
     if agreement.parties.get(role) != principal.party:

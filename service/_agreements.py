@@ -4,7 +4,9 @@ Each handler parses the request, then makes exactly the runtime calls the
 matching CLI command makes, as the bearer token's party:
 
 - opening needs the caller to be one of the parties it binds, under a role
-  the token's party holds, or to hold `operator` (PW672 otherwise);
+  the token's party holds that is not the pact's clock role, or to hold
+  `operator` (PW672 otherwise); nobody binds the clock role to a party
+  (PW673: the scheduler acts as the role's own name);
 - a command names only its role: the party is the token's, the role must be
   one it holds and never the pact's clock role (`tokens.authorize`, PW672,
   PW673), and the command path checks that the agreement binds that role to
@@ -26,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from pactwright.errors import PactwrightError
-from pactwright.runtime.tokens import Principal, authorize, require_readable, require_role
+from pactwright.runtime.tokens import Principal, authorize, clock_bindings, require_readable, require_role
 from pactwright.service import _models as m
 from pactwright.service._context import as_principal, service_of
 from pactwright.service._http import json_response, query_int, query_text, read_model
@@ -39,11 +41,11 @@ MAX_EVENTS = 1000
 log = logging.getLogger("pactwright.service")
 
 
-def _may_open(principal: Principal, parties: dict[str, str]) -> None:
-    """The caller binds itself under a role it holds, or is an operator (else `require_role`'s PW672)."""
+def _may_open(principal: Principal, parties: dict[str, str], clock: frozenset[str]) -> None:
+    """The caller binds itself under a role it holds, never a clock role, or is an operator (else PW672)."""
     if OPERATOR in principal.roles:
         return
-    bound = sorted(role for role, party in parties.items() if party == principal.party)
+    bound = sorted(role for role, party in parties.items() if party == principal.party and role not in clock)
     held = [role for role in bound if role in principal.roles]
     require_role(principal, (held or bound or [OPERATOR])[0])
 
@@ -56,7 +58,7 @@ async def open_agreement(request: Request) -> Response:
     def job(res: Resources, principal: Principal) -> Any:
         from pactwright.runtime.agreements import open_agreement as open_
 
-        _may_open(principal, body.parties)
+        _may_open(principal, body.parties, clock_bindings(res.store, body.pact_id, body.parties))
         return open_(res.store, body.pact_id, body.params, body.parties, agreement_id=body.id, clock=res.clock)
 
     agreement = await service.pool.run(as_principal(request, job))

@@ -157,7 +157,10 @@ async def read_model(request: Request, model: type[M]) -> M:
 
 
 def json_response(doc: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    body = json.dumps(doc, ensure_ascii=False, sort_keys=True).encode("utf-8")
+    try:
+        body = json.dumps(doc, ensure_ascii=False, sort_keys=True).encode("utf-8")
+    except UnicodeEncodeError:  # text quoting a caller's lone surrogate: escaped, still JSON
+        body = json.dumps(doc, ensure_ascii=True, sort_keys=True).encode("ascii")
     return Response(body, status_code=status, media_type="application/json", headers=headers)
 
 
@@ -171,8 +174,8 @@ def query_text(request: Request, name: str, choices: tuple[str, ...] | None = No
         return None
     if choices is not None and given not in choices:
         raise _bad_query(name, f"is one of {', '.join(choices)}", given)
-    if not given or len(given) > 200:
-        raise _bad_query(name, "is 1-200 characters", given)
+    if not given or len(given) > 200 or "\x00" in given:  # no stored id holds a NUL (PostgreSQL text cannot)
+        raise _bad_query(name, "is 1-200 characters, without NUL", given)
     return given
 
 

@@ -21,6 +21,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from pactwright.errors import CommandError
 from pactwright.runtime.tokens import Principal, require_role
 from pactwright.service import _models as m
 from pactwright.service._context import as_principal, service_of
@@ -33,6 +34,16 @@ __all__ = ["abandon_effect", "active_bundles", "decide", "list_approvals", "list
 
 OPERATOR = "operator"
 STATUSES = ("pending", "consumed", "rejected")
+
+
+def _effect_agreement(effect_id: str) -> str:
+    """The agreement of an effect call id; an id holding a NUL names no call (PostgreSQL text cannot hold one),
+    answered as the runtime answers an unknown call (PW640) rather than as a database error."""
+    agreement = effect_id.partition("/")[0]
+    if "\x00" in effect_id:
+        raise CommandError(f"agreement `{agreement}` has no effect call `{effect_id}`", code="PW640",
+                           field="effect", hint="list them with `pactwright effects list --agreement ID`")  # fmt: skip
+    return agreement
 
 
 async def list_approvals(request: Request) -> Response:
@@ -112,7 +123,7 @@ async def reconcile_effect(request: Request) -> Response:
         from pactwright.runtime.effect_ops import reconcile
 
         require_role(principal, OPERATOR)
-        agreement = effect_id.partition("/")[0]
+        agreement = _effect_agreement(effect_id)
         return reconcile(res.store, agreement, effect_id, body.resolution, principal.party,
                          provider_ref=body.provider_ref, clock=res.clock).to_json()  # fmt: skip
 
@@ -129,7 +140,7 @@ async def abandon_effect(request: Request) -> Response:
         from pactwright.runtime.effect_ops import abandon
 
         require_role(principal, OPERATOR)
-        agreement = effect_id.partition("/")[0]
+        agreement = _effect_agreement(effect_id)
         return abandon(res.store, agreement, effect_id, body.reason, principal.party, clock=res.clock).to_json()
 
     doc = await service_of(request).pool.run(as_principal(request, job))

@@ -140,7 +140,10 @@ def problem(exc: PactwrightError, *, instance: str | None = None) -> tuple[int, 
 def problem_response(exc: PactwrightError, *, instance: str | None = None,
                      headers: Mapping[str, str] | None = None) -> Response:  # fmt: skip
     status, doc = problem(exc, instance=instance)
-    body = json.dumps(doc, ensure_ascii=False, sort_keys=True).encode("utf-8")
+    try:
+        body = json.dumps(doc, ensure_ascii=False, sort_keys=True).encode("utf-8")
+    except UnicodeEncodeError:  # a refusal quoting the caller's own lone surrogate: escaped, still JSON
+        body = json.dumps(doc, ensure_ascii=True, sort_keys=True).encode("ascii")
     return Response(body, status_code=status, media_type=PROBLEM_TYPE, headers=dict(headers or {}))
 
 

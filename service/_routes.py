@@ -23,9 +23,9 @@ from pactwright.service import _models as m
 from pactwright.service import _operations as ops
 from pactwright.service import _probes as probes
 from pactwright.service import _review_routes as review
-from pactwright.service._context import service_of
+from pactwright.service._context import authenticated, service_of
 from pactwright.service._http import MAX_BODY, endpoint
-from pactwright.service._problems import PROBLEM_TYPE
+from pactwright.service._problems import PROBLEM_TYPE, ServiceError
 
 __all__ = ["OPERATIONS", "Operation", "Param", "openapi", "routes"]
 
@@ -150,8 +150,25 @@ OPERATIONS: tuple[Operation, ...] = (
 )  # fmt: skip
 
 
+def _known_query(operation: Operation) -> Handler:
+    """The handler behind a refusal of query parameters the operation does not declare (PW684), as bodies
+    refuse unknown fields: a misspelt filter (`?parkd=true`) must not quietly answer the unfiltered list."""
+    known = sorted(p.name for p in operation.params if p.where == "query")
+
+    async def handler(request: Request) -> Response:
+        unknown = sorted(set(request.query_params) - set(known))
+        if unknown:
+            name = unknown[0][:40]
+            raise ServiceError(f"unknown query parameter `{name}`", code="PW684", field=name,
+                               expected=", ".join(known) or "no query parameters")  # fmt: skip
+        return await operation.handler(request)
+
+    return handler
+
+
 def _counted(operation: Operation) -> Handler:
-    inner = endpoint(operation.handler)
+    checked = _known_query(operation)
+    inner = endpoint(authenticated(checked) if operation.auth else checked)  # the token before anything else
 
     async def handler(request: Request) -> Response:
         response = await inner(request)

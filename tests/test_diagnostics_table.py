@@ -103,6 +103,7 @@ ROWS = [
     ("unknown_keyword_decision", wrap("rule R1 alow"), "PW108", 9, 9, "expected `allow_with_grant`"),
     # New in 1.1: only a name an expression or a split could not refer to is refused.
     ("reserved_word_param_now", wrap("param now: money = 1.00"), "PW109", 9, 7, "read as the keyword"),
+    ("store_role_operator", wrap("role operator"), "PW188", 9, 6, "the store's own role"),
     ("reserved_word_param_not", wrap("param not: money = 1.00"), "PW109", 9, 7, "in an expression"),
     ("reserved_word_param_final", wrap("param final: money = 1.00"), "PW109", 9, 7),
     ("reserved_word_param_remaining", wrap("param remaining: percent = 10%"), "PW109", 9, 7, "a split portion"),

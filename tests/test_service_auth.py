@@ -94,7 +94,8 @@ def test_a_buyer_token_cannot_submit_the_sellers_transition(env: Env) -> None:
 
 
 def test_a_party_holding_the_role_elsewhere_cannot_act_for_the_bound_party(env: Env, tmp_path: Path) -> None:
-    """`mallory` holds `seller` in the registry, but agreement a1 binds seller to bob: PW508."""
+    """`mallory` holds `seller` in the registry, but agreement a1 binds seller to bob and nothing to her: a1 is
+    answered as unknown (PW501, 404), as it is to her reads; an operator is told PW508 (it may see a1)."""
     from pactwright.runtime.parties import add_party
     from pactwright.runtime.tokens import issue_token
 
@@ -102,16 +103,22 @@ def test_a_party_holding_the_role_elsewhere_cannot_act_for_the_bound_party(env: 
         add_party(store, "mallory", "seller", None, T0)
         token = issue_token(store, "mallory", T0).token
     before = dump(env.store)
-    problem_of(_submit(env, {"Authorization": f"Bearer {token}"}), 403, "PW508")  # type: ignore[arg-type]
+    problem_of(_submit(env, {"Authorization": f"Bearer {token}"}), 404, "PW501")  # type: ignore[arg-type]
     assert dump(env.store) == before
 
 
 def test_a_token_never_acts_as_the_clock_role(env: Env) -> None:
-    """`tick` holds `scheduler` in the registry, the pact's clock role: refused all the same (PW673)."""
+    """carol, a1's arbiter, also holds `scheduler` (the pact's clock role) in the registry: refused all the same
+    (PW673); `tick`, who holds it and is bound in nothing, finds no a1 (PW501)."""
+    from pactwright.runtime.parties import add_party
+
     env.clock.set(T0 + 15 * 86400)  # past the refund window: only the role stands in the way
+    with open_store(env.store) as store:
+        add_party(store, "carol", "scheduler", None, T0)
     before = dump(env.store)
-    problem = problem_of(_submit(env, env.auth("tick"), "refund_undelivered", "scheduler"), 403, "PW673")  # type: ignore[arg-type]
+    problem = problem_of(_submit(env, env.auth("carol"), "refund_undelivered", "scheduler"), 403, "PW673")  # type: ignore[arg-type]
     assert problem["field"] == "role"
+    problem_of(_submit(env, env.auth("tick"), "refund_undelivered", "scheduler"), 404, "PW501")  # type: ignore[arg-type]
     assert dump(env.store) == before
 
 

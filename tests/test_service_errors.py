@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
@@ -205,3 +206,25 @@ def test_readyz_is_503_when_the_ledger_is_unreachable(tmp_path: Path) -> None:
         app = create_app(env.store, "postgresql://root@127.0.0.1:1/test", threads=1)
         with TestClient(app) as client:
             problem_of(client.get("/readyz"), 503, "PW550")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_text_no_store_can_hold_is_refused_not_a_server_error(backend: str, tmp_path: Path) -> None:
+    """A NUL or a lone surrogate in a pact id, a party or a role (PostgreSQL's text refuses NUL) names nothing:
+    a 4xx problem with its code, nothing written; found by the stateful API fuzzing as a 503 PW709."""
+    bodies = [
+        ({**OPEN_BODY, "id": "n1", "pact_id": "marketplace.milestone\x00"}, 409, "PW702"),
+        ({**OPEN_BODY, "id": "n2", "pact_id": "Y\udaee\udce0\u00d8"}, 409, "PW702"),
+        ({**OPEN_BODY, "id": "n3", "parties": {**OPEN_BODY["parties"], "seller": "bob\x00"}}, 422, "PW504"),
+        ({**OPEN_BODY, "id": "n4", "parties": {**OPEN_BODY["parties"], "seller": "b\ud800"}}, 422, "PW504"),
+        ({**OPEN_BODY, "id": "n5", "parties": {**OPEN_BODY["parties"], "x\x00": "alice"}}, 422, "PW504"),
+    ]
+    with service_env(backend, tmp_path) as env, env.client() as client:
+        before = dump(env.store)
+        for body, status, code in bodies:
+            sent = json.dumps(body).encode("ascii")  # lone surrogates as `\\udxxx` escapes, as a client may send
+            headers = {**env.auth("alice"), "Content-Type": "application/json"}
+            response = client.post("/v1/agreements", content=sent, headers=headers)
+            assert response.status_code < 500, response.text
+            problem_of(response, STATUS.get(code, status), code)
+        assert dump(env.store) == before

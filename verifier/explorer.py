@@ -18,7 +18,6 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
-from itertools import product
 from typing import Any
 
 from pactwright import movement
@@ -26,6 +25,7 @@ from pactwright.bundle_models import Approval
 from pactwright.errors import VerifyError
 from pactwright.expr_text import render_expr
 from pactwright.money import Percent, format_money
+from pactwright.verifier._choices import Choices, initial_count
 from pactwright.verifier.expressions import ExpressionCompiler, View
 from pactwright.verifier.model import Json, Model
 from pactwright.verifier.protocol import FAULTS, ON_FAILED, ON_UNCERTAIN, TERMINAL, Phase
@@ -197,14 +197,22 @@ class Explorer:
     """Builds and explores the composed state space of one model."""
 
     def __init__(
-        self, model: Model, bounds: Bounds, pinned: dict[str, int] | None = None, space: Space | None = None
+        self,
+        model: Model,
+        bounds: Bounds,
+        pinned: dict[str, int] | None = None,
+        space: Space | None = None,
+        witnesses: bool = True,
     ) -> None:
         """`pinned` fixes ranged params at concrete values (minor units; percents in
         millionths) for a concrete run; otherwise ranged money and percent params are symbols.
         Explorations of models with the same params (mutants) may share one `space`, and so
-        its symbols and every solver answer."""
+        its symbols and every solver answer. Without `witnesses` a violation carries no param
+        values: a mutant's search asks only which invariants break, and minimising a witness
+        costs a solver query per param."""
         self.model = model
         self.bounds = bounds
+        self.witnesses = witnesses
         self.space = space or Space()
         self.param_values, self.symbolic_params = self._param_values(pinned)
         self.symbolic = bool(self.symbolic_params)
@@ -272,11 +280,11 @@ class Explorer:
 
     # -- setup -----------------------------------------------------------------
 
-    def _param_values(self, pinned: dict[str, int] | None) -> tuple[list[tuple[Any, ...]], tuple[str, ...]]:
+    def _param_values(self, pinned: dict[str, int] | None) -> tuple[Choices, tuple[str, ...]]:
         """Per choice of text samples, the params as expressions see them; and the symbolic ones."""
         lists: list[tuple[Any, ...]] = []
         symbolic: list[str] = []
-        for param, samples in zip(self.model.params, zip(*self.model.param_choices, strict=True), strict=True):
+        for param, samples in zip(self.model.params, self.model.param_samples, strict=True):
             name, kind = param["name"], param["type"]
             ranged = kind in ("money", "percent") and "fixed" not in param and "min" in param
             if ranged and pinned is not None and name in pinned:
@@ -294,7 +302,7 @@ class Explorer:
                 lists.append(tuple(dict.fromkeys(samples)))
         if pinned is None:
             self._relate_params(lists)
-        return list(product(*lists)), tuple(symbolic)
+        return Choices(lists), tuple(symbolic)
 
     def _relate_params(self, lists: list[tuple[Any, ...]]) -> None:
         """New in 1.1: a money bound written as another param's name (`partial <= price`) joins the
@@ -324,28 +332,60 @@ class Explorer:
             compiled.append((amount, source, posting["rule"]))
         return compiled
 
-    def initial_states(self) -> list[State]:
-        """One state per combination of param samples across agreements (symmetric ones once)."""
-        lay = self.layout
-        blocks = []
-        for choice in range(len(self.param_values)):
-            block = [0] * lay.width
-            block[0] = self.model.initial
-            block[1] = choice
-            block[2] = 0  # the empty path condition
-            block[lay.zone : lay.zone + lay.zone_size] = self.zones.initial()
-            block[lay.reached] = 1 << self.model.initial
-            blocks.append(tuple(block))
-        out: set[State] = set()
-        self._combine(blocks, self.bounds.agreements, 0, [], out)
-        return sorted(out)
+    def initial_count(self) -> int:
+        """How many initial states there are: combinations of param samples across agreements."""
+        return initial_count(self.param_values.size, self.bounds.agreements)
 
-    def _combine(self, blocks: list[State], count: int, start: int, chosen: list[State], out: set[State]) -> None:
-        if count == 0:
-            out.add(self.canonical((0,), chosen))
-            return
-        for index in range(start, len(blocks)):
-            self._combine(blocks, count - 1, index, [*chosen, blocks[index]], out)
+    def initial_states(self, limit: int | None = None) -> list[State]:
+        """One state per combination of param samples across agreements (symmetric ones once),
+        in sorted order; only the first `limit` of them when given, so a policy whose text params
+        have millions of combinations costs no more than `limit` states (see `_choices.py`).
+
+        Blocks differ only in their choice index, so agreements taken with non-decreasing
+        indices list each multiset once, already sorted, and the first `limit` can be listed
+        without the rest.
+        """
+        out: list[State] = []
+        cap = self.initial_count() if limit is None else min(limit, self.initial_count())
+        if cap <= 0:
+            return out
+        for indices in _nondecreasing(self.param_values.size, self.bounds.agreements):
+            out.append(self.canonical((0,), [self._initial_block(choice) for choice in indices]))
+            if len(out) >= cap:
+                break
+        return out
+
+    def start_limit(self) -> int:
+        """How many initial states a search starts from at most: all of them up to `max_states`,
+        and only half of the bound past it (the rest is left for their successors)."""
+        bound = self.bounds.max_states
+        return bound if self.initial_count() <= bound else max(1, bound // 2)
+
+    def _too_many_starts(self, starts: int, limit: int) -> str:
+        """Why the search did not even start from every initial state: the text params' combinations."""
+        texts = [
+            f"{p['name']} ({len(options)})"
+            for p, options in zip(self.model.params, self.param_values.lists, strict=True)
+            if len(options) > 1
+        ]
+        agreements = self.bounds.agreements
+        across = f" across {agreements} agreements" if agreements > 1 else ""
+        return (
+            f"the text params take {self.param_values.size:,} combinations of values ({', '.join(texts)}), "
+            f"{starts:,} initial states{across}, more than the `max_states` bound ({self.bounds.max_states:,}); "
+            f"the search started from the first {limit:,} only, so nothing is claimed for the others: "
+            "raise it with `--max-states N`, or give the text params fewer options that guards tell apart"
+        )
+
+    def _initial_block(self, choice: int) -> State:
+        lay = self.layout
+        block = [0] * lay.width
+        block[0] = self.model.initial
+        block[1] = choice
+        block[2] = 0  # the empty path condition
+        block[lay.zone : lay.zone + lay.zone_size] = self.zones.initial()
+        block[lay.reached] = 1 << self.model.initial
+        return tuple(block)
 
     def canonical(self, head: tuple[int, ...], blocks: list[State]) -> State:
         """Flatten; with symmetry reduction on, interchangeable agreements are sorted."""
@@ -1026,7 +1066,7 @@ class Explorer:
 
     def witness_of(self, condition: Condition | None) -> dict[str, int] | None:
         """Param values for a violation's condition (computed only for the violations reported)."""
-        if condition is None or condition is NOWHERE_NEEDED:
+        if condition is None or condition is NOWHERE_NEEDED or not self.witnesses:
             return None
         return self.space.witness(*condition)
 
@@ -1310,7 +1350,14 @@ class Explorer:
                 return bool(violations)  # an empty set: stop at the first violation of anything
             return all(name in violations for name in stop_on)
 
-        for flat in self.initial_states():
+        # Every combination of text samples is an initial state. When there are more than the
+        # bound, the first half of it is started from, so the search can still follow them, and
+        # the run is incomplete (never a pass by the search) with a warning that says why.
+        start_limit = self.start_limit()
+        starts_cut = self.initial_count() > start_limit
+        if starts_cut:
+            self.warnings.append(self._too_many_starts(self.initial_count(), start_limit))
+        for flat in self.initial_states(limit=start_limit):
             add(self._compact(flat, intern), -1, 0)
         max_depth = 0
         while queue and not done():
@@ -1377,6 +1424,8 @@ class Explorer:
                 break
             if progress is not None and not len(states) & 0xFFFF:
                 progress(len(states), edges, depth)
+        if starts_cut:
+            bound_hit = "max_states"
         stopped_early = bool(queue) and done()
         if "funds_not_stuck" in wanted and not stopped_early:
             self._find_stuck(blocks, local, first_state, depths, found)
@@ -1462,7 +1511,7 @@ class Explorer:
                 sat, witness = self.space.satisfiable(block[2], condition)
                 if sat is not True:
                     continue
-            elif self.symbolic:
+            elif self.symbolic and self.witnesses:
                 witness = self.space.witness(block[2])
             found(
                 "funds_not_stuck",
@@ -1542,3 +1591,20 @@ def _leaves(expr: Json) -> Iterator[Json]:
 
 def _mentions_now(expr: Json) -> bool:
     return expr["op"] == "now" or any(_mentions_now(a) for a in expr.get("args", []))
+
+
+def _nondecreasing(size: int, count: int) -> Iterator[tuple[int, ...]]:
+    """Every tuple of `count` indices below `size` in non-decreasing order, lexicographically."""
+    if count == 0:
+        yield ()
+        return
+    indices = [0] * count
+    while True:
+        yield tuple(indices)
+        position = count - 1
+        while position >= 0 and indices[position] == size - 1:
+            position -= 1
+        if position < 0:
+            return
+        value = indices[position] + 1
+        indices[position:] = [value] * (count - position)

@@ -9,7 +9,6 @@ without dictionary lookups by name.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import product
 from typing import Any
 
 from pydantic import ValidationError
@@ -60,7 +59,9 @@ class Model:
     clock_maxima: list[int]
     params: list[Json]
     param_index: dict[str, int]
-    param_choices: list[tuple[Any, ...]]  # every combination of param samples
+    # Per param, its samples (the fixed value alone for a fixed one). Never their product: ranged
+    # params are symbols in a symbolic run, and the explorer combines only the ones it samples.
+    param_samples: list[tuple[Any, ...]]
     sites: list[CallSite]
     effects: dict[str, Json]
     invariants: list[Json]
@@ -309,7 +310,7 @@ def load_model(doc: Json) -> Model:
         invariant_dims=invariant_dims,
         params=params,
         param_index={p["name"]: i for i, p in enumerate(params)},
-        param_choices=list(product(*sample_lists)),
+        param_samples=sample_lists,
         sites=sites,
         effects=effects,
         invariants=doc["invariants"],

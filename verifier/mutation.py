@@ -206,10 +206,10 @@ def explore(
     status is not known yet and it is searched again in full.
     """
     model = load_model(apply(doc, mutation))
-    result = Explorer(model, dataclasses.replace(bounds, stop_on=stop)).explore()
+    result = Explorer(model, dataclasses.replace(bounds, stop_on=stop), witnesses=False).explore()
     violations = frozenset(result.violations)
     if stop is not None and not stop and not violations - baseline and not result.exhausted:
-        result = Explorer(model, dataclasses.replace(bounds, stop_on=None)).explore()
+        result = Explorer(model, dataclasses.replace(bounds, stop_on=None), witnesses=False).explore()
         violations = frozenset(result.violations)
     return Outcome(violations, len(result.states), result.exhausted)
 

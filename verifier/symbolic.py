@@ -168,6 +168,11 @@ class Space:
         self.queries = 0
         # Constraints between params (new in 1.1: `partial <= price`), part of every query.
         self.relations: list[Formula] = []
+        # Per atom: its z3 term and the symbols it reads, built once. An atom over a hundred
+        # params costs more to build through z3's API than to solve, and path conditions repeat
+        # the same atoms in every query; z3 shares equal terms, so each query is unchanged.
+        self.atom_terms: dict[Formula, tuple[Any, tuple[int, ...]]] = {}
+        self.definition_terms: dict[int, tuple[list[Any], tuple[int, ...]]] = {}
 
     # -- symbols -------------------------------------------------------------------
 
@@ -527,8 +532,12 @@ class Space:
         fixed: list[Formula] = [*self.pcs[pc], formula]
         for index, sym in self.params():
             low, high = sym.low, values[sym.name]
+            first = True
             while low < high:
-                middle = (low + high) // 2
+                # The lowest value first: most params of a wide sum can take it, and then one
+                # query settles the param instead of a whole bisection.
+                middle = low if first else (low + high) // 2
+                first = False
                 found, better = self._solve([*fixed, self._atom(">=", make({index: -1}, middle), strict=False)])
                 if found is True and better is not None:
                     high = better[sym.name]
@@ -605,11 +614,20 @@ class _Encoder:
             return z3.BoolVal(False)
         kind = formula[0]
         if kind == "atom":
+            cached = self.space.atom_terms.get(formula)
+            if cached is not None:
+                for index in cached[1]:
+                    self.var(index)  # in the order the term reads them, as building it would
+                return cached[0]
             _, op, lin = formula
             term = self.lin(lin)
             if op == ">=":
-                return term >= 0
-            return term == 0 if op == "==" else term != 0
+                built = term >= 0
+            else:
+                built = term == 0 if op == "==" else term != 0
+            reads = tuple(s for s, _ in lin.terms) if isinstance(lin, Lin) else ()
+            self.space.atom_terms[formula] = (built, reads)
+            return built
         if kind == "and":
             return z3.And([self.formula(f) for f in sorted(formula[1], key=repr)])
         if kind == "or":
@@ -625,20 +643,33 @@ class _Encoder:
             if index in done:
                 continue
             done.add(index)
+            cached = self.space.definition_terms.get(index)
+            if cached is not None:
+                for read in cached[1]:
+                    self.var(read)  # in the order building the definition reads them
+                out.extend(cached[0])
+                continue
+            terms: list[Any] = []
             sym = self.space.symbols[index]
             v = self.vars[index]
-            out.extend([v >= sym.low, v <= sym.high])
+            terms.extend([v >= sym.low, v <= sym.high])
+            reads: list[int] = []
+            for arg in sym.args if sym.kind in ("floor", "min", "ind", "mul") else ():
+                if isinstance(arg, Lin):
+                    reads.extend(s for s, _ in arg.terms)
             if sym.kind == "floor":
                 numerator, den = sym.args
                 n = self.lin(numerator)
-                out.extend([den * v <= n, n < den * v + den])
+                terms.extend([den * v <= n, n < den * v + den])
             elif sym.kind == "min":
                 a, b = (self.lin(x) for x in sym.args)
-                out.append(v == z3.If(a <= b, a, b))
+                terms.append(v == z3.If(a <= b, a, b))
             elif sym.kind == "ind":
                 value, index_ = sym.args
-                out.append(v == z3.If(self.lin(value) > index_, 1, 0))
+                terms.append(v == z3.If(self.lin(value) > index_, 1, 0))
             elif sym.kind == "mul":
                 a, b = (self.lin(x) for x in sym.args)
-                out.append(v == a * b)
+                terms.append(v == a * b)
+            self.space.definition_terms[index] = (terms, tuple(reads))
+            out.extend(terms)
         return out

@@ -108,6 +108,25 @@ def reserved_words(ctx: CheckContext) -> Iterator[Diagnostic]:
                 )
 
 
+# The store's party registry gives this role authority over every agreement (resolving parked
+# effects, reading any agreement through the service: runtime/parties.py). A pact role of the same
+# name would make whoever is registered to act in it an operator of the whole store.
+STORE_ROLES = ("operator",)
+
+
+@check("PW188")
+def store_role_names(ctx: CheckContext) -> Iterator[Diagnostic]:
+    for decl in ctx.sym.policy.decls:
+        if isinstance(decl, ast.RoleDecl) and decl.name.name in STORE_ROLES:
+            yield ctx.error(
+                "PW188",
+                f"role `{decl.name.name}` is the store's own role (it resolves parked effects and reads every "
+                "agreement): a pact role of that name would give its parties that authority",
+                decl.name.span,
+                f"name the pact's role for what it does here, e.g. `{decl.name.name}_desk` or `arbiter`",
+            )
+
+
 @check("PW120")
 def unknown_references(ctx: CheckContext) -> Iterator[Diagnostic]:
     sym = ctx.sym

@@ -46,6 +46,22 @@ class Backend(Protocol):
     def close(self) -> None: ...
 
 
+def storable(text: str) -> bool:
+    """Text a store can hold as it is: no NUL (PostgreSQL's text refuses it) and valid UTF-8 (no lone surrogate).
+
+    Nothing a policy declares can hold either (a policy is UTF-8 without
+    NUL), so such a pact id names no pact and such a param value is refused
+    before any statement reaches the store.
+    """
+    if "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def unreachable(url: str, why: object) -> UsageError:
     return UsageError(
         f"cannot open the store `{url}`: {why}",

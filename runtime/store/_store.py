@@ -20,7 +20,7 @@ from pactwright.canonical import hash_bytes
 from pactwright.errors import PactwrightError, StoreError
 from pactwright.manifest import MANIFEST_PATH
 from pactwright.runtime.store import _integrity as integrity
-from pactwright.runtime.store._backend import Backend, connect, unreachable
+from pactwright.runtime.store._backend import Backend, connect, storable, unreachable
 from pactwright.runtime.store._migrations import TABLES, applied, check_known, migrate, refuse_ledger
 from pactwright.signing import APPROVAL_PATH, SIGNATURES_PATH
 
@@ -285,7 +285,10 @@ def _load_active(db: Backend, pact_id: str) -> StoredBundle | None:
     The pointer and the pact's latest activation id are read in one
     statement (one snapshot, even under PostgreSQL's READ COMMITTED), and the
     pointer must name that latest activation (`integrity.check_latest`).
+    A pact id no store can hold (`storable`) names no pact: None, without a statement.
     """
+    if not storable(pact_id):
+        return None
     rows = db.query(
         "SELECT a.activation_id, a.pact_version, a.manifest_hash, h.latest "
         "FROM (SELECT MAX(id) AS latest FROM activations WHERE pact_id = ?) h "
