@@ -27,7 +27,7 @@ from importlib import resources
 
 from lark import Lark, Token
 
-from pactwright.compiler import ast
+from pactwright.compiler import _reserved, ast
 from pactwright.compiler.literals import LiteralProblem, classify, money_value
 from pactwright.compiler.parser import ParseFailure, parse_policy
 from pactwright.diagnostics import Diagnostic, Severity, Span
@@ -437,7 +437,11 @@ def _comment_parser() -> Lark:
     a `#` inside a string can never be mistaken for a comment.
     """
     grammar = resources.files("pactwright.compiler.grammar").joinpath("pact.lark").read_text("utf-8")
-    return Lark(grammar, parser="lalr", lexer_callbacks={"COMMENT": _seen_comments.append})
+    lark = Lark(grammar, parser="lalr", lexer_callbacks={"COMMENT": _seen_comments.append})
+    # As the policy parser does: a keyword is read as a name where the next token shows it is one
+    # (`param total`, `state approved`), else a policy that parses could not be formatted.
+    _reserved.install(lark)
+    return lark
 
 
 def _comments(text: str) -> list[Token]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from pactwright.canonical import canonical_bytes, hash_bytes, load_json
@@ -59,17 +60,37 @@ def loads(text: object, what: str) -> Any:
 
 
 @dataclass(frozen=True)
+class _Index:
+    """What the command path looks up in transitions.json, by name: derived once per document's bytes."""
+
+    kinds: Mapping[str, str]  # param name -> declared type
+    transitions: Mapping[str, dict[str, Any]]
+    states: Mapping[str, dict[str, Any]]
+    external: frozenset[str]
+
+    @classmethod
+    def of(cls, doc: Mapping[str, Any]) -> _Index:
+        return cls(
+            kinds=MappingProxyType({str(p["name"]): str(p["type"]) for p in doc["params"]}),
+            transitions=MappingProxyType({t["id"]: t for t in reversed(doc["transitions"])}),
+            states=MappingProxyType({s["name"]: s for s in reversed(doc["states"])}),
+            external=frozenset(a["name"] for a in doc["accounts"] if a["external"]),
+        )
+
+
+@dataclass(frozen=True)
 class Bundle:
     """An agreement's bundle: its re-verified files and its transitions.json.
 
     `table` is the document as the kernel's `TransitionTable` model; `doc` is
     that model's dump (the same document, as plain JSON values), which the
-    command path indexes.
+    command path indexes (`index`: the same entries by name).
     """
 
     stored: StoredBundle
     doc: dict[str, Any]
     table: TransitionTable
+    index: _Index
 
     @property
     def scale(self) -> int:
@@ -79,18 +100,26 @@ class Bundle:
     def asset(self) -> str:
         return str(self.doc["currency"]["asset"])
 
+    @property
+    def kinds(self) -> Mapping[str, str]:
+        """Each declared param's type, by name."""
+        return self.index.kinds
+
     def transition(self, name: str) -> dict[str, Any] | None:
-        return next((t for t in self.doc["transitions"] if t["id"] == name), None)
+        return self.index.transitions.get(name)
 
     def state(self, name: str) -> dict[str, Any]:
-        return next(s for s in self.doc["states"] if s["name"] == name)
+        found = self.index.states.get(name)
+        if found is None:
+            raise StopIteration  # as the linear search did: an undeclared state is a malformed row
+        return found
 
     def external(self) -> set[str]:
-        return {a["name"] for a in self.doc["accounts"] if a["external"]}
+        return set(self.index.external)
 
 
 # transitions.json by its sha256, read: reading is a function of the bytes.
-_TABLES: dict[str, tuple[TransitionTable, dict[str, Any]]] = {}
+_TABLES: dict[str, tuple[TransitionTable, dict[str, Any], _Index]] = {}
 
 
 def bundle_of(stored: StoredBundle) -> Bundle:
@@ -107,11 +136,12 @@ def bundle_of(stored: StoredBundle) -> Bundle:
     digest = hash_bytes(data)
     found = _TABLES.get(digest)
     if found is None:
-        found = _read_table(stored.manifest_hash, data)
+        table, doc = _read_table(stored.manifest_hash, data)
+        found = (table, doc, _Index.of(doc))
         if len(_TABLES) >= 64:
             _TABLES.clear()
         _TABLES[digest] = found
-    return Bundle(stored, found[1], found[0])
+    return Bundle(stored, found[1], found[0], found[2])
 
 
 def _read_table(manifest_hash: str, data: bytes) -> tuple[TransitionTable, dict[str, Any]]:
@@ -182,7 +212,7 @@ class Agreement:
              totals: Mapping[str, int] | None = None,
              outcomes: Mapping[str, frozenset[str]] | None = None) -> View:  # fmt: skip
         """What expressions read at `now`; `applied`, `totals`, `outcomes` are the effects' (_command_effects.py)."""
-        kinds = {p["name"]: p["type"] for p in bundle.doc["params"]}
+        kinds = bundle.kinds
         params: dict[str, Value] = {name: typed_value(kinds[name], text) for name, text in self.params.items()}
         return View(
             now=now,
@@ -316,11 +346,15 @@ def write(db: Backend, agreement: Agreement, *, insert: bool) -> None:
         marks = ", ".join("?" * len(agreement.row()))
         db.execute(f"INSERT INTO agreements ({COLUMNS}) VALUES ({marks})", agreement.row())  # noqa: S608
         return
+    db.execute(*update(agreement))
+
+
+def update(agreement: Agreement) -> tuple[str, tuple[Any, ...]]:
+    """The statement `write(..., insert=False)` runs: what a command changed, for the caller to batch."""
     a = agreement
-    db.execute(
-        _UPDATE,
-        (a.state, a.version, dumps(a.stamps), dumps(a.fired), dumps({k: str(v) for k, v in a.balances.items()}),
-         dumps(sorted(a.reached)), dumps(sorted(a.approved)), a.updated_at, a.id),
+    return _UPDATE, (
+        a.state, a.version, dumps(a.stamps), dumps(a.fired), dumps({k: str(v) for k, v in a.balances.items()}),
+        dumps(sorted(a.reached)), dumps(sorted(a.approved)), a.updated_at, a.id,
     )  # fmt: skip
 
 
@@ -347,12 +381,20 @@ def append_evidence(
             "SELECT seq, hash FROM evidence WHERE agreement_id = ? ORDER BY seq DESC LIMIT 1", (agreement_id,)
         )
         head = evidence_head(*rows[0]) if rows else evidence_head(None, None)
+    digest, statement = evidence_insert(agreement_id, kind, body, head)
+    db.execute(*statement)
+    return digest
+
+
+_EVIDENCE_INSERT = "INSERT INTO evidence (agreement_id, seq, kind, prev_hash, hash, record) VALUES (?, ?, ?, ?, ?, ?)"
+
+
+def evidence_insert(
+    agreement_id: str, kind: str, body: dict[str, Any], head: tuple[int, str | None]
+) -> tuple[str, tuple[str, tuple[Any, ...]]]:
+    """The record `append_evidence` appends after `head`: its hash and its INSERT, for the caller to batch."""
     seq, prev = head
     record = {**body, "agreement": agreement_id, "seq": seq, "kind": kind, "prev_hash": prev}
     data = canonical_bytes(record)
     digest = hash_bytes(data)
-    db.execute(
-        "INSERT INTO evidence (agreement_id, seq, kind, prev_hash, hash, record) VALUES (?, ?, ?, ?, ?, ?)",
-        (agreement_id, seq, kind, prev, digest, data.decode("utf-8")),
-    )
-    return digest
+    return digest, (_EVIDENCE_INSERT, (agreement_id, seq, kind, prev, digest, data.decode("utf-8")))

@@ -51,6 +51,7 @@ STALE = "STALE_AGREEMENT_VERSION"
 # every row of a command is written and before its transaction commits.
 CRASH_ENV = "PACTWRIGHT_TEST_SUBMIT_CRASH_AT"
 MAX_KEY = 200
+_NO_EFFECTS = effects.Tally()
 # Read right after the agreement's row is locked: the idempotency key's row (NULLs when the key is
 # new) and the last evidence record (NULLs when there is none), one round trip for both.
 _AFTER_LOCK = (
@@ -190,7 +191,7 @@ def _check(bundle: Bundle, agreement: Agreement, name: str, role: str, party: st
     if agreement.state not in transition["from"]:
         raise _refuse("PW511", f"`{name}` cannot fire from state `{agreement.state}`", field="state",
                       expected=", ".join(transition["from"]), found=agreement.state)  # fmt: skip
-    kinds = {str(p["name"]): str(p["type"]) for p in bundle.doc["params"]}
+    kinds = bundle.kinds
     for key, raw in sorted(params.items()):
         if key not in kinds:
             raise _refuse("PW516", f"the pact has no param `{key}`", field=f"params.{key}")
@@ -221,7 +222,7 @@ def _approval(transition: Mapping[str, Any], grant: Grant | None = None) -> str 
 
 
 def _variables(bundle: Bundle, agreement: Agreement, ledger: Mapping[str, Any], now: int) -> dict[str, str]:
-    kinds = {str(p["name"]): str(p["type"]) for p in bundle.doc["params"]}
+    kinds = bundle.kinds
     out: dict[str, str] = {}
     for var in ledger["vars"]:
         source = var["from"]
@@ -249,7 +250,7 @@ def _postings(bundle: Bundle, agreement: Agreement, transition: Mapping[str, Any
     if not ledger:
         return [], dict(agreement.balances), None
     variables = _variables(bundle, agreement, ledger, now)
-    external = bundle.external()
+    external = bundle.index.external
     names = {address: name for name, address in agreement.accounts.items()}
     start = {(agreement.accounts[n], bundle.asset): v for n, v in agreement.balances.items() if n not in external}
     try:
@@ -288,7 +289,7 @@ def _same_movement(bundle: Bundle, agreement: Agreement, transition: Mapping[str
     program's variables carry, means a commit never sends the ledger a split
     the verifier did not check.
     """
-    kinds = {str(p["name"]): str(p["type"]) for p in bundle.doc["params"]}
+    kinds = bundle.kinds
     expected: list[tuple[str, str, int]] = []
     try:
         for posting in transition["postings"]:
@@ -410,8 +411,11 @@ def run_in(store: Store, db: Backend, agreement_id: str, command: Command, now: 
     if stored_form != given:  # the key and approvals bind to the params as the agreement holds them
         payload = _payload(transition, actor_role, actor_party, stored_form)
         digest = hash_bytes(rows.dumps(payload).encode("utf-8"))
-    seen = effects.tally(db, agreement_id) if effects.referenced(spec) else effects.Tally()
-    effects.check_dependencies(spec, seen)
+    if effects.referenced(spec):
+        seen = effects.tally(db, agreement_id)
+        effects.check_dependencies(spec, seen)
+    else:  # depends on no effect: nothing to tally, and no dependency to be abandoned
+        seen = _NO_EFFECTS
     view = agreement.view(bundle, now, seen.applied, seen.totals, seen.outcomes)
     if spec.get("guard") is not None and not evaluate(spec["guard"], view):
         parts = false_parts(spec["guard"], view, bundle.scale)
@@ -506,7 +510,7 @@ def _stored_form(bundle: Bundle, params: Mapping[str, str]) -> dict[str, str]:
 
     A value that does not encode is kept as given; `_check` refuses it.
     """
-    kinds = {str(p["name"]): str(p["type"]) for p in bundle.doc["params"]}
+    kinds = bundle.kinds
     out = {}
     for name, raw in params.items():
         try:
@@ -523,9 +527,12 @@ def _within_ceilings(bundle: Bundle, agreement: Agreement, transition: Mapping[s
     fixed at commit; a ceiling is enforced before anything is written, as the
     verifier's model assumes (such a command is never a successor there).
     """
+    calls = transition.get("effects")
+    if not calls:  # nothing is called: no ceiling to hold (and no view to build)
+        return
     effects = {e["name"]: e for e in bundle.doc.get("effects", [])}
     view = agreement.view(bundle, now)
-    for call in transition.get("effects", []):
+    for call in calls:
         ceiling = effects.get(call.get("effect"), {}).get("ceiling")
         amount = call.get("amount")
         if ceiling is None or amount is None:
@@ -553,41 +560,45 @@ def _commit(db: Backend, bundle: Bundle, before: Agreement, after: Agreement, re
             "stamps": list(spec["stamps"]), "manifest_hash": before.manifest_hash, "approval": approval_id}  # fmt: skip
     if result.effects:  # what each call will send; its phase lives in the effects table from here on
         body["effects"] = list(result.effects)
-    with db.pipelined():  # the writes read nothing back: on PostgreSQL one round trip for all of them
-        _write(db, before, after, result, spec, payload, body, digest, key, variables, expected, approval_id, head)
+    # The writes read nothing back: on PostgreSQL one statement for all of them.
+    db.execute_all(_writes(before, after, result, spec, payload, body, digest, key, variables, expected,
+                           approval_id, head))  # fmt: skip
 
 
-def _write(db: Backend, before: Agreement, after: Agreement, result: SubmitResult, spec: Mapping[str, Any],
-           payload: dict[str, Any], body: dict[str, Any], digest: str, key: str, variables: dict[str, str] | None,
-           expected: list[dict[str, str]], approval_id: str | None, head: tuple[int, str | None]) -> None:  # fmt: skip
-    db.execute(
+def _writes(before: Agreement, after: Agreement, result: SubmitResult, spec: Mapping[str, Any],
+            payload: dict[str, Any], body: dict[str, Any], digest: str, key: str, variables: dict[str, str] | None,
+            expected: list[dict[str, str]], approval_id: str | None, head: tuple[int, str | None]
+            ) -> list[tuple[str, tuple[Any, ...]]]:  # fmt: skip
+    """The command's rows, one statement per table: event, outbox, approvals, agreement, key, evidence."""
+    out: list[tuple[str, tuple[Any, ...]]] = [(
         "INSERT INTO events (agreement_id, seq, event_id, transition, actor_role, actor_party, committed_at, "
         "payload_digest, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (before.id, result.seq, result.event_id, result.transition, payload["actor"]["role"],
          payload["actor"]["party"], result.committed_at, digest, rows.dumps(body)),
-    )  # fmt: skip
+    )]  # fmt: skip
     if variables is not None:
-        db.execute(
+        out.append((
             "INSERT INTO outbox (agreement_id, event_seq, group_index, reference, program_path, variables, "
             "expected_postings, status, attempts, created_at, updated_at) "
             "VALUES (?, ?, 0, ?, ?, ?, ?, 'pending', 0, ?, ?)",
             (before.id, result.seq, result.outbox[0], spec["ledger"]["program"], rows.dumps(variables),
              rows.dumps(expected), result.committed_at, result.committed_at),
-        )  # fmt: skip
+        ))  # fmt: skip
     if approval_id is not None:
-        db.execute(
+        out.append((
             "UPDATE approvals SET consumed_event_id = ?, consumed_at = ? WHERE (id = ? OR id LIKE ?) "
             "AND consumed_event_id IS NULL",
             (result.event_id, result.committed_at, approval_id, approval_id + "/%"),
-        )
-    rows.write(db, after, insert=False)
-    db.execute(
+        ))  # fmt: skip
+    out.append(rows.update(after))
+    out.append((
         "INSERT INTO idempotency_keys (agreement_id, key, payload_digest, payload, result, event_id) "
         "VALUES (?, ?, ?, ?, ?, ?)",
         (before.id, key, digest, rows.dumps(payload), rows.dumps({"event_id": result.event_id}), result.event_id),
-    )
-    rows.append_evidence(db, before.id, "event", {"event_id": result.event_id, "seq": result.seq, **body,
-                         "committed_at": result.committed_at, "outbox": list(result.outbox)}, head)  # fmt: skip
+    ))  # fmt: skip
+    out.append(rows.evidence_insert(before.id, "event", {"event_id": result.event_id, "seq": result.seq, **body,
+               "committed_at": result.committed_at, "outbox": list(result.outbox)}, head)[1])  # fmt: skip
+    return out
 
 
 _PROGRAMS: dict[bytes, Program] = {}  # a parsed program is a function of its (re-verified) bytes

@@ -14,7 +14,7 @@ REFERENCE = ("marketplace_milestone", "support_refund", "unsafe_chargeback")
 # The policies that show each language 1.1 feature: their bundles are golden too, so a compiler change that
 # moves a byte of the new artifacts (limits, properties, nested splits, four eyes...) shows in review.
 LANGUAGE_1_1 = ("desk_limit", "escrow_liveness", "four_eyes_refund", "marketplace_nested_fee", "partial_refund",
-                "refund_outcomes")  # fmt: skip
+                "payroll_batch", "refund_outcomes")  # fmt: skip
 GOLDEN = (*REFERENCE, *LANGUAGE_1_1)
 GOLDEN_BUNDLES = Path(__file__).resolve().parent / "golden" / "bundles"
 

@@ -119,3 +119,56 @@ def test_a_longer_chain_is_pw187_fast_and_never_nested_too_deeply(terms: int) ->
 def test_a_chain_whose_left_operands_are_parenthesised_is_nesting() -> None:
     text = _long(1).replace("when p <= 1.00", "when " + "(" * 120 + "p" + " + p)" * 120 + " <= 1.00")
     assert [d.code for d in check_text(text).diagnostics] == ["PW113"]
+
+
+# fmt reads names that were keywords as the parser does --------------------------------------------------
+
+PAYROLL = Path(__file__).resolve().parent.parent / "policies" / "payroll_batch.pact"
+
+
+@pytest.mark.parametrize("path", [POLICY, PAYROLL], ids=["formerly_reserved", "payroll_batch"])
+def test_fmt_formats_a_policy_whose_names_were_keywords(path: Path) -> None:
+    """The formatter's comment scan once read `== total }` with `total` as the keyword and failed (exit 3)."""
+    from pactwright.compiler.formatter import format_policy
+
+    text = path.read_text("utf-8")
+    formatted = format_policy(text)
+    before, after = check_text(text).candidate, check_text(formatted).candidate
+    assert before is not None and after is not None
+    assert after.to_json() == before.to_json()
+    assert format_policy(formatted) == formatted
+
+
+# payroll_batch: 101 lines summed flat, a state `approved`, a param `total` ------------------------------
+
+LINES = [f"{12 + k % 7}.{k % 100:02d}" for k in range(1, 102)]  # 101 line amounts, exact in minor units
+LINES_TOTAL = sum(int(v.replace(".", "")) for v in LINES)
+
+
+@cache
+def _payroll() -> tuple[tuple[str, bytes], ...]:
+    bundle, verdict = compile_verified(PAYROLL.read_bytes(), PAYROLL.name)
+    assert verdict == "pass"
+    return tuple(sorted(bundle.items()))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_payroll_batch_of_101_lines_is_approved_only_when_they_add_up(backend: str, tmp_path: Path) -> None:
+    from pactwright.errors import PactwrightError
+    from pactwright.money import format_money
+
+    params = {f"line_{k:03d}": value for k, value in enumerate(LINES, start=1)}
+    with temporary_store(backend, tmp_path) as url, open_store(url) as store:
+        activate_files(store, sign(dict(_payroll())), default_trust(), clock=FixedClock(datetime.fromisoformat(NOW)))
+        parties = {"treasurer": "tess", "approver": "abe"}
+        right = {**params, "total": format_money(LINES_TOTAL, 2)}
+        wrong = {**params, "total": format_money(LINES_TOTAL + 1, 2)}  # one cent more than the lines
+        open_agreement(store, "payroll.batch", right, parties, agreement_id="p1", clock=TestClock(T0))
+        open_agreement(store, "payroll.batch", wrong, parties, agreement_id="p2", clock=TestClock(T0))
+        assert submit(store, "p1", "approve", "approver", "abe", "a", clock=TestClock(T0 + 60)).state == "approved"
+        paid = submit(store, "p1", "pay", "treasurer", "tess", "p", clock=TestClock(T0 + 120))
+        assert paid.state == "paid"
+        assert [p["amount"] for p in paid.postings] == [str(LINES_TOTAL)]
+        with pytest.raises(PactwrightError) as refused:
+            submit(store, "p2", "approve", "approver", "abe", "a", clock=TestClock(T0 + 60))
+        assert refused.value.code == "PW512"
