@@ -8,7 +8,7 @@ an edited row is never guessed at.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -232,26 +232,45 @@ class Agreement:
         return replace(self, **changes)
 
 
-_COLUMNS_READ: dict[str, Any] = {}  # a JSON column's exact text -> its parse (most columns repeat)
+def _texts(value: Any) -> dict[str, str]:
+    return {str(k): str(v) for k, v in value.items()}
 
 
-def _column(text: object, what: str) -> Any:
-    """`loads` of an agreement column, remembered by its exact text.
+def _counts(value: Any) -> dict[str, int]:
+    return {str(k): int(v) for k, v in value.items()}
 
-    The parse is a pure function of the text (the same strict parser, the
-    same refusals: a text that does not parse is never remembered), and
-    `_from_row` copies what it reads into new containers, so the shared
-    parse is never handed out or changed.
+
+def _amounts(value: Any) -> dict[str, int]:
+    return {str(k): int(str(v)) for k, v in value.items()}
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    return tuple(str(s) for s in value)
+
+
+# (what, a JSON column's exact text) -> the column as `_from_row` reads it (most columns repeat).
+_COLUMNS_READ: dict[tuple[str, str], Any] = {}
+
+
+def _column(text: object, what: str, convert: Callable[[Any], Any]) -> Any:
+    """`convert(loads(text))` for an agreement column, remembered by the column's exact text.
+
+    Both steps are pure functions of the text (the same strict parser, the
+    same conversions, the same refusals: a text that does not parse or
+    convert is never remembered), and a remembered dict is handed out as a
+    new copy (a tuple as itself), so a caller can never change what another
+    read returns.
     """
     if not isinstance(text, str):
-        return loads(text, what)
-    found = _COLUMNS_READ.get(text)
+        return convert(loads(text, what))
+    key = (what, text)
+    found = _COLUMNS_READ.get(key)
     if found is None:
-        found = loads(text, what)
+        found = convert(loads(text, what))
         if len(_COLUMNS_READ) >= 4096:
             _COLUMNS_READ.clear()
-        _COLUMNS_READ[text] = found
-    return found
+        _COLUMNS_READ[key] = found
+    return dict(found) if type(found) is dict else found
 
 
 def _from_row(row: tuple[Any, ...]) -> Agreement:
@@ -265,14 +284,14 @@ def _from_row(row: tuple[Any, ...]) -> Agreement:
             activation_id=int(act),
             state=str(state),
             version=int(version),
-            params={str(k): str(v) for k, v in _column(params, "params").items()},
-            parties={str(k): str(v) for k, v in _column(parties, "parties").items()},
-            accounts={str(k): str(v) for k, v in _column(accounts, "accounts").items()},
-            stamps={str(k): int(v) for k, v in _column(stamps, "stamps").items()},
-            fired={str(k): int(v) for k, v in _column(fired, "fired counts").items()},
-            balances={str(k): int(str(v)) for k, v in _column(balances, "balances").items()},
-            reached=tuple(str(s) for s in _column(reached, "reached states")),
-            approved=tuple(str(s) for s in _column(approved, "approvals")),
+            params=_column(params, "params", _texts),
+            parties=_column(parties, "parties", _texts),
+            accounts=_column(accounts, "accounts", _texts),
+            stamps=_column(stamps, "stamps", _counts),
+            fired=_column(fired, "fired counts", _counts),
+            balances=_column(balances, "balances", _amounts),
+            reached=_column(reached, "reached states", _names),
+            approved=_column(approved, "approvals", _names),
             opened_at=int(opened),
             updated_at=int(updated),
         )

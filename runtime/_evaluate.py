@@ -56,12 +56,26 @@ _CMP: dict[str, Callable[[Any, Any], bool]] = {
 }
 
 
+_PERCENTS: dict[str, Fraction] = {}  # a percent's exact text -> its value (a Fraction, immutable)
+
+
+def percent_value(text: str) -> Fraction:
+    """`Percent.parse(text).value`, remembered by the exact text (only a text that parsed is remembered)."""
+    found = _PERCENTS.get(text)
+    if found is None:
+        found = Percent.parse(text).value
+        if len(_PERCENTS) >= 1024:
+            _PERCENTS.clear()
+        _PERCENTS[text] = found
+    return found
+
+
 def typed_value(kind: str, text: str) -> Value:
     """A param or literal's transitions.json text as the evaluator's value."""
     if kind in ("money", "int", "duration", "time"):
         return int(text)
     if kind == "percent":
-        return Percent.parse(text).value
+        return percent_value(text)
     return text
 
 

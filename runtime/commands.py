@@ -30,12 +30,12 @@ from typing import Any
 
 from pactwright.canonical import canonical_bytes, hash_bytes
 from pactwright.errors import CommandError, LedgerError, PactwrightError
-from pactwright.money import Percent, format_money
+from pactwright.money import format_money
 from pactwright.movement import ledger_postings, params_of
 from pactwright.runtime import _agreement as rows
 from pactwright.runtime import _command_effects as effects
 from pactwright.runtime._agreement import Agreement, Bundle
-from pactwright.runtime._evaluate import evaluate, false_parts
+from pactwright.runtime._evaluate import evaluate, false_parts, percent_value
 from pactwright.runtime._limits import check_limits, record_limits
 from pactwright.runtime.agreements import _encode
 from pactwright.runtime.clock import Clock, SystemClock, epoch_seconds
@@ -295,7 +295,7 @@ def _same_movement(bundle: Bundle, agreement: Agreement, transition: Mapping[str
         for posting in transition["postings"]:
             rule, source = posting["rule"], posting["amount_source"]
             amount = int(source["minor"]) if source["kind"] == "literal" else int(variables[source["var"]].split()[-1])
-            values = {name: Percent.parse(agreement.params[name]).value if kinds[name] == "percent"
+            values = {name: percent_value(agreement.params[name]) if kinds[name] == "percent"
                       else int(agreement.params[name]) for name in params_of(rule)}  # fmt: skip
             expected.extend(ledger_postings(amount, str(posting["source"]), rule, values))
     except (ValueError, KeyError, PactwrightError) as exc:
@@ -390,7 +390,7 @@ def run_in(store: Store, db: Backend, agreement_id: str, command: Command, now: 
     now = max(now, agreement.updated_at)
     # After the lock, in one statement: the key's row (if any) and the evidence chain's head. Both
     # are written only under this row lock, so neither changes before this transaction ends.
-    # The bundle's rows travel in the same round trip (it is re-verified whether or not it is used).
+    # The bundle's rows are read with it (it is re-verified whether or not it is used).
     bundle, answers = rows.load_bundle_with(
         store, db, agreement, rows.EXECUTED, ((_AFTER_LOCK, (agreement_id, key, agreement_id)),)
     )
@@ -594,11 +594,16 @@ def _writes(before: Agreement, after: Agreement, result: SubmitResult, spec: Map
     out.append((
         "INSERT INTO idempotency_keys (agreement_id, key, payload_digest, payload, result, event_id) "
         "VALUES (?, ?, ?, ?, ?, ?)",
-        (before.id, key, digest, rows.dumps(payload), rows.dumps({"event_id": result.event_id}), result.event_id),
+        (before.id, key, digest, rows.dumps(payload), _text({"event_id": result.event_id}), result.event_id),
     ))  # fmt: skip
     out.append(rows.evidence_insert(before.id, "event", {"event_id": result.event_id, "seq": result.seq, **body,
                "committed_at": result.committed_at, "outbox": list(result.outbox)}, head)[1])  # fmt: skip
     return out
+
+
+def _text(value: Any) -> str:
+    """Canonical JSON text of a value no other command has (`rows.dumps` remembers the ones that repeat)."""
+    return canonical_bytes(value).decode("utf-8")
 
 
 _PROGRAMS: dict[bytes, Program] = {}  # a parsed program is a function of its (re-verified) bytes

@@ -40,8 +40,6 @@ class Backend(Protocol):
 
     def transaction(self, *, write: bool, exclusive: bool = True) -> contextlib.AbstractContextManager[None]: ...
 
-    def pipelined(self) -> contextlib.AbstractContextManager[None]: ...
-
     def execute_all(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None: ...
 
     def has_table(self, name: str) -> bool: ...
@@ -152,11 +150,6 @@ class SQLiteBackend:
             mode = self._wal()
             self._wal_pending = mode is None or str(mode[0]).lower() != "wal"
 
-    @contextlib.contextmanager
-    def pipelined(self) -> Iterator[None]:
-        """SQLite runs in this process: there is no round trip to save."""
-        yield
-
     def execute_all(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
         """Each write in order (in this process there is no round trip to save)."""
         execute = self._conn.execute
@@ -223,22 +216,11 @@ class PostgresBackend:
                 self._conn.execute("SELECT pg_advisory_xact_lock(hashtext('pactwright.store:' || current_schema()))")
             yield
 
-    @contextlib.contextmanager
-    def pipelined(self) -> Iterator[None]:
-        """Statements sent without waiting for each answer (psycopg's pipeline mode): one round trip.
-
-        For a run of writes whose results nobody reads: an error in any of
-        them is raised when the block ends, inside the caller's transaction,
-        which then rolls back whole.
-        """
-        with self._conn.pipeline():
-            yield
-
     def execute_all(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
         """Writes whose results nobody reads, as ONE statement: each a data-modifying `WITH` item.
 
-        One message, one parse, one answer, where a pipeline still pays a
-        client-side wait per statement. PostgreSQL runs the items of one
+        One message, one parse, one answer, where psycopg's pipeline mode
+        still pays a client-side wait per statement. PostgreSQL runs the items of one
         statement on one snapshot, so the writes must touch distinct rows
         (the command path writes each of its tables once) and none may read
         another's effect; constraints, foreign keys included, are checked at

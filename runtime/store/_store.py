@@ -10,6 +10,7 @@ single writer lock. Every load re-verifies the stored bytes
 from __future__ import annotations
 
 import contextlib
+import functools
 import sqlite3
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -170,6 +171,9 @@ _ACTIVATION_SQL = (
 )
 
 
+_ACTIVATION_NAMES = tuple(c.strip() for c in _ACTIVATION_COLUMNS.split(","))
+
+
 def _activation_row(
     rows: list[tuple[Any, ...]], activation_id: int
 ) -> tuple[dict[str, Any], bytes, bytes, tuple[Any, Any] | None] | None:
@@ -180,7 +184,7 @@ def _activation_row(
     """
     if not rows:
         return None
-    names = [c.strip() for c in _ACTIVATION_COLUMNS.split(",")]
+    names = _ACTIVATION_NAMES
     what = f"activation {activation_id}"
     row = rows[0]
     count = len(names)
@@ -309,13 +313,21 @@ def _file_rows_sql(manifest_hash: str, only: Sequence[str] | None = None) -> tup
     A file left out has None for its content (the database never sends it);
     its path, hash and size columns are still returned and checked.
     """
+    sql, params = _file_rows_statement(None if only is None else tuple(only))
+    return sql, [*params, manifest_hash]
+
+
+@functools.lru_cache(maxsize=64)
+def _file_rows_statement(only: tuple[str, ...] | None) -> tuple[str, tuple[Any, ...]]:
+    """`_file_rows_sql` without the manifest hash (its last parameter): a function of `only` alone."""
+    params: tuple[str, ...] = ()
     if only is None:
-        content, params = "content", [manifest_hash]
+        content = "content"
     else:
         exact = [MANIFEST_PATH, *(p for p in only if not p.endswith("/"))]
         prefixes = [p for p in only if p.endswith("/")]
         tests = [f"path IN ({', '.join('?' * len(exact))})", *(f"substr(path, 1, {len(p)}) = ?" for p in prefixes)]
-        content, params = f"CASE WHEN {' OR '.join(tests)} THEN content END", [*exact, *prefixes, manifest_hash]
+        content, params = f"CASE WHEN {' OR '.join(tests)} THEN content END", (*exact, *prefixes)
     sql = f"SELECT path, sha256, size, {content} FROM bundle_files WHERE manifest_hash = ? ORDER BY path"  # noqa: S608
     return sql, params
 
