@@ -224,6 +224,7 @@ def test_stateful_sequences_open_submit_show(stateful_schema: Any, live: Live) -
             case.validate_response(response, checks=CHECKS, transport_kwargs=kwargs or None, recorder=self.recorder)
 
     Sequences.run(settings=settings(max_examples=SCENARIOS, stateful_step_count=STEPS, deadline=None, database=None,
+                                    derandomize=True,
                                     suppress_health_check=list(HealthCheck)))  # fmt: skip
     chains = [steps for steps in live.seen if _opened_submitted_shown(steps)]
     calls = sum(len(steps) for steps in live.seen)
