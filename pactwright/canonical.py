@@ -23,7 +23,7 @@ from pactwright.errors import CanonicalError
 HASH_PREFIX = "sha256:"
 # RFC 8785 serializes numbers as IEEE doubles; integers beyond 2**53 would
 # silently lose precision, so such values must travel as decimal strings.
-_MAX_SAFE_INT = 2**53 - 1
+MAX_SAFE_INT = 2**53 - 1  # the largest integer every JSON reader holds exactly (RFC 8785, I-JSON)
 
 
 def _check(value: Any, path: str) -> bool:
@@ -45,7 +45,7 @@ def _check(value: Any, path: str) -> bool:
                 ) from None
         return True
     if isinstance(value, int):
-        if abs(value) > _MAX_SAFE_INT:
+        if abs(value) > MAX_SAFE_INT:
             raise CanonicalError(
                 f"integer at `{path}` exceeds 2**53; encode it as a decimal string",
                 code="PW013",
@@ -106,7 +106,7 @@ def _scan(document: Any) -> bool:
         elif kind is list or kind is tuple:
             extend(value)
         elif kind is int:
-            if value > _MAX_SAFE_INT or value < -_MAX_SAFE_INT:
+            if value > MAX_SAFE_INT or value < -MAX_SAFE_INT:
                 raise _Careful
         elif value is not None and kind is not bool:
             raise _Careful
@@ -149,19 +149,19 @@ def is_hash(text: str) -> bool:
     return text.startswith(HASH_PREFIX) and len(digest) == 64 and all(c in "0123456789abcdef" for c in digest)
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
-            raise CanonicalError(f"duplicate key `{key}`", code="PW015")
+            raise CanonicalError(f"duplicate key `{key[:60]}`", code="PW015")
         out[key] = value
     return out
 
 
-def _safe_int(text: str) -> int:
+def safe_int(text: str) -> int:
     # Checked on the text first: json would otherwise raise a bare ValueError
     # past Python's 4300-digit conversion limit.
-    if len(text.lstrip("-")) > 16 or abs(int(text)) > _MAX_SAFE_INT:
+    if len(text.lstrip("-")) > 16 or abs(int(text)) > MAX_SAFE_INT:
         raise CanonicalError(f"integer `{text[:20]}` exceeds 2**53; encode it as a decimal string", code="PW013")
     return int(text)
 
@@ -197,8 +197,8 @@ def load_json(data: bytes, *, require_canonical: bool = False, big_ints: bool = 
     try:
         value = json.loads(
             text,
-            object_pairs_hook=_no_duplicates,
-            parse_int=_big_int if big_ints else _safe_int,
+            object_pairs_hook=reject_duplicate_keys,
+            parse_int=_big_int if big_ints else safe_int,
             parse_float=_no_float,
             parse_constant=_no_constant,
         )

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
+from pactwright.canonical import MAX_SAFE_INT, reject_duplicate_keys, safe_int
 from pactwright.errors import CanonicalError, PactwrightError
 from pactwright.service._problems import ServiceError, internal, problem_response
 
@@ -67,24 +68,6 @@ async def _body(request: Request) -> bytes:
     return b"".join(chunks)
 
 
-_MAX_SAFE_INT = 2**53
-
-
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise CanonicalError(f"duplicate key `{key[:60]}`", code="PW015")
-        out[key] = value
-    return out
-
-
-def _integer(text: str) -> int:
-    if len(text.lstrip("-")) > 16 or abs(int(text)) > _MAX_SAFE_INT:
-        raise CanonicalError(f"integer `{text[:20]}` exceeds 2**53; encode it as a decimal string", code="PW013")
-    return int(text)
-
-
 def _number(text: str) -> int | Decimal:
     """A number written with a fraction or an exponent: the integer it is exactly (`2.0`, `2e1`), else the
     exact Decimal, which no model accepts (PW685 where a decimal string belongs, PW684 elsewhere). Never a float.
@@ -95,7 +78,7 @@ def _number(text: str) -> int | Decimal:
         value = None
     if value is None:
         raise CanonicalError(f"number `{text[:20]}...` is too long", code="PW013")
-    if abs(value) <= _MAX_SAFE_INT and value == value.to_integral_value():
+    if abs(value) <= MAX_SAFE_INT and value == value.to_integral_value():
         return int(value)
     return value
 
@@ -113,7 +96,7 @@ def parse_json(data: bytes) -> Any:
     except UnicodeDecodeError as exc:
         raise CanonicalError(f"not valid utf-8 at byte {exc.start}", code="PW017") from None
     try:
-        return json.loads(text, object_pairs_hook=_pairs, parse_int=_integer, parse_float=_number,
+        return json.loads(text, object_pairs_hook=reject_duplicate_keys, parse_int=safe_int, parse_float=_number,
                           parse_constant=_constant)  # fmt: skip
     except json.JSONDecodeError as exc:
         raise CanonicalError(f"malformed json at line {exc.lineno} column {exc.colno}: {exc.msg.lower()}",
