@@ -113,6 +113,10 @@ def _scan(document: Any) -> bool:
     return plain
 
 
+# `json.dumps` with these arguments builds this same encoder on every call; it keeps no state between calls.
+_PLAIN = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical_bytes(document: Any) -> bytes:
     """RFC 8785 bytes of `document`; refuses floats, big ints and non-string keys.
 
@@ -127,7 +131,7 @@ def canonical_bytes(document: Any) -> bytes:
         except _Careful:
             plain = _check(document, "")
         if plain:
-            return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+            return _PLAIN.encode(document).encode("utf-8")
         return rfc8785.dumps(document)
     except RecursionError:
         raise CanonicalError("document nested too deeply", code="PW014") from None

@@ -52,11 +52,13 @@ STALE = "STALE_AGREEMENT_VERSION"
 CRASH_ENV = "PACTWRIGHT_TEST_SUBMIT_CRASH_AT"
 MAX_KEY = 200
 _NO_EFFECTS = effects.Tally()
-# Read right after the agreement's row is locked: the idempotency key's row (NULLs when the key is
-# new) and the last evidence record (NULLs when there is none), one round trip for both.
+# Read right after the agreement's row is locked: the event committed under the idempotency key
+# (NULLs when the key is new) and the last evidence record (NULLs when there is none), one round
+# trip for both.
 _AFTER_LOCK = (
-    "SELECT k.payload_digest, k.payload, k.event_id, e.seq, e.hash FROM (SELECT 1 AS one) o "
-    "LEFT JOIN idempotency_keys k ON k.agreement_id = ? AND k.key = ? "
+    "SELECT k.payload_digest, k.payload, k.event_id, k.seq, k.transition, k.committed_at, e.seq, e.hash "
+    "FROM (SELECT 1 AS one) o "
+    "LEFT JOIN events k ON k.agreement_id = ? AND k.idempotency_key = ? "
     "LEFT JOIN (SELECT seq, hash FROM evidence WHERE agreement_id = ? ORDER BY seq DESC LIMIT 1) e ON 1 = 1"
 )
 
@@ -101,23 +103,17 @@ class SubmitResult:
         }
 
     @classmethod
-    def stored(cls, db: Backend, agreement_id: str, event_id: str) -> SubmitResult:
-        """The original result of a committed command, rebuilt from its event and outbox rows.
+    def stored(cls, db: Backend, agreement_id: str, event: tuple[Any, ...]) -> SubmitResult:
+        """The original result of a committed command, rebuilt from its event row and outbox rows.
 
-        The idempotency key's row names the event (`{"event_id": ...}`) rather
-        than holding a second encoding of what the event row already holds:
-        the version and sequence are the event's, the state its `to`, the
-        postings and effects its own, the outbox references those written
-        with it.
+        `event` is (event id, seq, transition, committed_at, payload) of the
+        event committed under the key: the event row is the key's record (it
+        holds the key, the payload digest and the command), so nothing keeps
+        a second encoding of it. The version and sequence are the event's,
+        the state its `to`, the postings and effects its own, the outbox
+        references those written with it.
         """
-        found = db.query(
-            "SELECT seq, transition, committed_at, payload FROM events WHERE agreement_id = ? AND event_id = ?",
-            (agreement_id, event_id),
-        )
-        if not found:
-            raise CommandError(f"idempotency key names event `{event_id}`, which the event log does not hold",
-                               code="PW518")  # fmt: skip
-        seq, transition, committed_at, payload = found[0]
+        event_id, seq, transition, committed_at, payload = event
         body = rows.loads(payload, "event")
         outbox = db.query(
             "SELECT reference FROM outbox WHERE agreement_id = ? AND event_seq = ? ORDER BY group_index",
@@ -126,7 +122,7 @@ class SubmitResult:
         try:
             return cls(
                 agreement_id=agreement_id,
-                event_id=event_id,
+                event_id=str(event_id),
                 seq=int(seq),
                 version=int(seq),
                 state=str(body["to"]),
@@ -382,7 +378,7 @@ def run_in(store: Store, db: Backend, agreement_id: str, command: Command, now: 
         raise _refuse("PW519", f"an idempotency key is 1-{MAX_KEY} printable characters", field="key")
     given = dict(command.params)
     payload = _payload(transition, actor_role, actor_party, given)
-    # Encoded once: the digest and the idempotency row's payload are the same canonical bytes.
+    # Encoded once: the digest and the event's `command` are the same canonical bytes.
     digest = hash_bytes(rows.dumps(payload).encode("utf-8"))
     agreement = rows.read(db, agreement_id, lock=True)
     # Commit time never goes back within an agreement: a clock that regressed commits at the last
@@ -395,15 +391,17 @@ def run_in(store: Store, db: Backend, agreement_id: str, command: Command, now: 
         store, db, agreement, rows.EXECUTED, ((_AFTER_LOCK, (agreement_id, key, agreement_id)),)
     )
     found = answers[0][0]
-    head = rows.evidence_head(found[3], found[4])
+    head = rows.evidence_head(found[6], found[7])
     if found[0] is not None:
+        event = (found[2], found[3], found[4], found[5], found[1])
         if str(found[0]) == digest:
-            return SubmitResult.stored(db, agreement_id, str(found[2]))
+            return SubmitResult.stored(db, agreement_id, event)
         # The same intent may be restated (`64.9` for `64.90`): compare as the agreement holds it.
         payload = _payload(transition, actor_role, actor_party, _stored_form(bundle, given))
         if str(found[0]) == hash_bytes(rows.dumps(payload).encode("utf-8")):
-            return SubmitResult.stored(db, agreement_id, str(found[2]))
-        field = _differs(rows.loads(found[1], "idempotent payload"), payload) or "payload"
+            return SubmitResult.stored(db, agreement_id, event)
+        original = rows.loads(found[1], "event").get("command")
+        field = (_differs(original, payload) if isinstance(original, Mapping) else "") or "payload"
         raise _refuse("PW515", f"idempotency key `{key}` was used for another payload: `{field}` differs",
                       field=field)  # fmt: skip
     spec = _check(bundle, agreement, transition, actor_role, actor_party, command.expect_version, given)
@@ -569,20 +567,20 @@ def _writes(before: Agreement, after: Agreement, result: SubmitResult, spec: Map
             payload: dict[str, Any], body: dict[str, Any], digest: str, key: str, variables: dict[str, str] | None,
             expected: list[dict[str, str]], approval_id: str | None, head: tuple[int, str | None]
             ) -> list[tuple[str, tuple[Any, ...]]]:  # fmt: skip
-    """The command's rows, one statement per table: event, outbox, approvals, agreement, key, evidence."""
+    """The command's rows, one statement per table: event (with its key), outbox, approvals, agreement, evidence."""
     out: list[tuple[str, tuple[Any, ...]]] = [(
         "INSERT INTO events (agreement_id, seq, event_id, transition, actor_role, actor_party, committed_at, "
-        "payload_digest, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "payload_digest, payload, idempotency_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (before.id, result.seq, result.event_id, result.transition, payload["actor"]["role"],
-         payload["actor"]["party"], result.committed_at, digest, rows.dumps(body)),
+         payload["actor"]["party"], result.committed_at, digest, _text(body), key),
     )]  # fmt: skip
     if variables is not None:
         out.append((
             "INSERT INTO outbox (agreement_id, event_seq, group_index, reference, program_path, variables, "
             "expected_postings, status, attempts, created_at, updated_at) "
             "VALUES (?, ?, 0, ?, ?, ?, ?, 'pending', 0, ?, ?)",
-            (before.id, result.seq, result.outbox[0], spec["ledger"]["program"], rows.dumps(variables),
-             rows.dumps(expected), result.committed_at, result.committed_at),
+            (before.id, result.seq, result.outbox[0], spec["ledger"]["program"], _text(variables),
+             _text(expected), result.committed_at, result.committed_at),
         ))  # fmt: skip
     if approval_id is not None:
         out.append((
@@ -591,19 +589,9 @@ def _writes(before: Agreement, after: Agreement, result: SubmitResult, spec: Map
             (result.event_id, result.committed_at, approval_id, approval_id + "/%"),
         ))  # fmt: skip
     out.append(rows.update(after))
-    out.append((
-        "INSERT INTO idempotency_keys (agreement_id, key, payload_digest, payload, result, event_id) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
-        (before.id, key, digest, rows.dumps(payload), _text({"event_id": result.event_id}), result.event_id),
-    ))  # fmt: skip
     out.append(rows.evidence_insert(before.id, "event", {"event_id": result.event_id, "seq": result.seq, **body,
                "committed_at": result.committed_at, "outbox": list(result.outbox)}, head)[1])  # fmt: skip
     return out
-
-
-def _text(value: Any) -> str:
-    """Canonical JSON text of a value no other command has (`rows.dumps` remembers the ones that repeat)."""
-    return canonical_bytes(value).decode("utf-8")
 
 
 _PROGRAMS: dict[bytes, Program] = {}  # a parsed program is a function of its (re-verified) bytes
@@ -617,3 +605,12 @@ def _program(data: bytes) -> Program:
             _PROGRAMS.clear()
         _PROGRAMS[data] = found
     return found
+
+
+def _text(value: Any) -> str:
+    """Canonical JSON text of a value no other command has (an event body, variables naming the agreement).
+
+    `rows.dumps` remembers texts by the value's repr, which pays only for
+    values that repeat; these never do.
+    """
+    return canonical_bytes(value).decode("utf-8")

@@ -62,7 +62,7 @@ def test_once_after_the_deadline_auto_releases_with_exact_balances(
         last = view.last_events[-1]
         assert (last["transition"], last["actor"], last["committed_at"]) == ("auto_release", "scheduler:scheduler",
                                                                              DEADLINE)  # fmt: skip
-        keys = [row[1] for row in store.dump()["idempotency_keys"]]
+        keys = [row[-1] for row in store.dump()["events"]]  # the events' last column is their idempotency key
         assert f"sched/auto_release/{DEADLINE}" in keys
     after = dump(url)
     code, out, _ = _cli("scheduler", "--store", url, "--once", "--clock-file", clock, capsys=capsys)

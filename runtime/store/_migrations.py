@@ -318,6 +318,35 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX tokens_by_party ON tokens (party, token_id)",
         ),
     ),
+    Migration(
+        8,
+        "idempotency keys on events; evidence without a hash index",
+        (
+            # A key's row held the event's own digest, a copy of its command and the event's id:
+            # the key itself was the one thing the event row lacked. The key now lives on the
+            # event (unique per agreement), so a command writes one row and one index fewer.
+            "ALTER TABLE events ADD COLUMN idempotency_key TEXT",
+            "UPDATE events SET idempotency_key = (SELECT k.key FROM idempotency_keys k "
+            "WHERE k.agreement_id = events.agreement_id AND k.event_id = events.event_id)",
+            "CREATE UNIQUE INDEX events_by_key ON events (agreement_id, idempotency_key)",
+            "DROP TABLE idempotency_keys",
+            # A record's hash covers its agreement, sequence number and predecessor's hash, so two
+            # records never share one; the unique index on it checked nothing `evidence verify`
+            # does not, and cost every command a page write. Rebuilt without it.
+            """CREATE TABLE evidence_chain (
+                agreement_id TEXT NOT NULL REFERENCES agreements (id),
+                seq INTEGER NOT NULL CHECK (seq >= 0),
+                kind TEXT NOT NULL,
+                prev_hash TEXT,
+                hash TEXT NOT NULL,
+                record TEXT NOT NULL,
+                PRIMARY KEY (agreement_id, seq)
+            )""",
+            "INSERT INTO evidence_chain SELECT agreement_id, seq, kind, prev_hash, hash, record FROM evidence",
+            "DROP TABLE evidence",
+            "ALTER TABLE evidence_chain RENAME TO evidence",
+        ),
+    ),
 )
 # The migration that created the effect, approval-request and party tables.
 EFFECT_TABLES = 4
@@ -325,7 +354,8 @@ EFFECT_TABLES = 4
 TOKEN_TABLES = 7
 LATEST = MIGRATIONS[-1].version
 # The migration that created the runtime's tables (agreements, events, idempotency keys, outbox,
-# approvals, evidence): a store at this version or later holds them, whatever came after.
+# approvals, evidence; the keys moved onto the events in migration 8): a store at this version or
+# later holds them, whatever came after.
 RUNTIME_TABLES = 2
 TABLES = (
     "schema_migrations",
@@ -335,7 +365,6 @@ TABLES = (
     "active",
     "agreements",
     "events",
-    "idempotency_keys",
     "outbox",
     "approvals",
     "evidence",
