@@ -30,8 +30,12 @@ Each backend run uses a fresh store (a new SQLite file, or a new PostgreSQL
 schema dropped afterwards). Agreements are opened before the barrier and are
 not timed.
 
-Run: `python bench/runtime_bench.py [--commands N] [--postgres URL] [--backends sqlite,postgresql]`
-(default 300 commands per configuration; PostgreSQL at postgresql://root@127.0.0.1:5432/test).
+Each configuration runs `--rounds` times (default 3) as back-to-back pairs,
+raw-sql then submit and the other way round in turn, and the ratio printed
+is the median of the pairs' ratios, with its range.
+
+Run: `python bench/runtime_bench.py [--commands N] [--rounds R] [--postgres URL] [--backends sqlite,postgresql]`
+(default 300 commands per configuration and round; PostgreSQL at postgresql://root@127.0.0.1:5432/test).
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ import multiprocessing
 import re
 import secrets
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -92,6 +97,7 @@ class Measured:
     commands: int
     seconds: float
     latencies_ns: tuple[int, ...]
+    round_no: int = 0
 
     @property
     def rate(self) -> float:
@@ -229,7 +235,7 @@ def client(job: Job, barrier: Any, results: Any) -> None:
     results.put((start, end, latencies))
 
 
-def run(backend: str, mode: str, url: str, processes: int, commands: int) -> Measured:
+def run(backend: str, mode: str, url: str, processes: int, commands: int, round_no: int = 0) -> Measured:
     """One configuration: `processes` clients sharing `commands`, each on its own agreements."""
     context = multiprocessing.get_context("spawn")
     barrier, results = context.Barrier(processes), context.Queue()
@@ -237,7 +243,7 @@ def run(backend: str, mode: str, url: str, processes: int, commands: int) -> Mea
     for p in range(processes):
         mine = commands // processes + (1 if p < commands % processes else 0)
         count = -(-mine // len(MIX))
-        jobs.append(Job(mode, url, tuple(f"{mode[:3]}{processes}-c{p}-{i}" for i in range(count)), mine))
+        jobs.append(Job(mode, url, tuple(f"{mode[:3]}{processes}-r{round_no}-c{p}-{i}" for i in range(count)), mine))
     workers = [context.Process(target=client, args=(job, barrier, results)) for job in jobs]
     for worker in workers:
         worker.start()
@@ -249,7 +255,7 @@ def run(backend: str, mode: str, url: str, processes: int, commands: int) -> Mea
     start = min(r[0] for r in reports)
     end = max(r[1] for r in reports)
     latencies = tuple(ns for r in reports for ns in r[2])
-    return Measured(backend, mode, processes, len(latencies), (end - start) / 1e9, latencies)
+    return Measured(backend, mode, processes, len(latencies), (end - start) / 1e9, latencies, round_no)
 
 
 def check_counts(url: str, expected: int) -> None:
@@ -295,44 +301,74 @@ def worker_rate(url: str, ledger_url: str) -> str:
 # Main -----------------------------------------------------------------------------
 
 
-def bench_backend(backend: str, postgres: str, commands: int, directory: Path) -> tuple[list[Measured], str]:
+def bench_backend(
+    backend: str, postgres: str, commands: int, rounds: int, directory: Path
+) -> tuple[list[Measured], str]:
+    """Every configuration `rounds` times, raw-sql and submit back to back, the order swapped each round.
+
+    One run of each mode is at the mercy of the disk's fsync latency and the
+    machine's load in its few seconds; pairs run back to back, in both
+    orders, meet the same conditions, and the summary takes the median of
+    the pairs' ratios (printing the lowest and highest too).
+    """
     with fresh_store(backend, postgres, directory) as (url, ledger_url):
         prepare(url)
         measured = []
         for processes in PROCESS_COUNTS:
-            for mode in ("raw-sql", "submit"):
-                result = run(backend, mode, url, processes, commands)
-                measured.append(result)
+            for round_no in range(rounds):
+                modes = ("raw-sql", "submit") if round_no % 2 == 0 else ("submit", "raw-sql")
+                pair = {mode: run(backend, mode, url, processes, commands, round_no) for mode in modes}
+                measured += pair.values()
+                ours, raw = pair["submit"], pair["raw-sql"]
                 print(
-                    f"  {backend:<10} {mode:<7} {processes} proc: {result.rate:8.1f} cmd/s  "
-                    f"p50 {result.percentile_ms(0.50):7.2f} ms  p99 {result.percentile_ms(0.99):7.2f} ms",
+                    f"  {backend:<10} {processes} proc, round {round_no + 1}: submit {ours.rate:8.1f} cmd/s "
+                    f"(p50 {ours.percentile_ms(0.50):.2f} ms), raw-sql {raw.rate:8.1f} cmd/s "
+                    f"(p50 {raw.percentile_ms(0.50):.2f} ms): {ours.rate / raw.rate:.2f}x",
                     flush=True,
                 )
-        check_counts(url, commands * len(PROCESS_COUNTS))
+        check_counts(url, commands * len(PROCESS_COUNTS) * rounds)
         return measured, worker_rate(url, ledger_url)
 
 
 def summary(measured: Sequence[Measured], workers: dict[str, str], target: float) -> None:
+    """Per configuration: rates and latency percentiles over every round, the median round ratio and its range."""
     print()
     header = (
         f"{'backend':<10} {'procs':>5} | {'submit cmd/s':>12} {'p50 ms':>8} {'p99 ms':>8} | "
-        f"{'raw cmd/s':>10} {'p50 ms':>8} {'p99 ms':>8} | {'ratio':>6}"
+        f"{'raw cmd/s':>10} {'p50 ms':>8} {'p99 ms':>8} | {'ratio':>6} {'range':>11}"
     )
     print(header)
     print("-" * len(header))
-    by_key = {(m.backend, m.mode, m.processes): m for m in measured}
     for backend in dict.fromkeys(m.backend for m in measured):
         for processes in PROCESS_COUNTS:
-            ours, raw = by_key[(backend, "submit", processes)], by_key[(backend, "raw-sql", processes)]
-            ratio = ours.rate / raw.rate
+            runs = [m for m in measured if m.backend == backend and m.processes == processes]
+            ours = _pooled([m for m in runs if m.mode == "submit"])
+            raw = _pooled([m for m in runs if m.mode == "raw-sql"])
+            ratios = sorted(
+                o.rate / r.rate
+                for o in runs if o.mode == "submit"
+                for r in runs if r.mode == "raw-sql" and r.round_no == o.round_no
+            )  # fmt: skip
+            ratio = statistics.median(ratios)
             print(
                 f"{backend:<10} {processes:>5} | {ours.rate:>12.1f} {ours.percentile_ms(0.5):>8.2f} "
                 f"{ours.percentile_ms(0.99):>8.2f} | {raw.rate:>10.1f} {raw.percentile_ms(0.5):>8.2f} "
-                f"{raw.percentile_ms(0.99):>8.2f} | {ratio:>5.2f}x {'ok' if ratio >= target else 'BELOW'}"
+                f"{raw.percentile_ms(0.99):>8.2f} | {ratio:>5.2f}x {ratios[0]:>5.2f}-{ratios[-1]:.2f} "
+                f"{'ok' if ratio >= target else 'BELOW'}"
             )
-    print(f"ratio = submit/raw-sql commands per second; target >= {target}x")
+    print(
+        f"ratio = submit/raw-sql commands per second, the median over rounds of back-to-back pairs (range: lowest "
+        f"and highest pair); rates and latencies pool every round; target >= {target}x"
+    )
     for backend, line in workers.items():
         print(f"worker ({backend}): {line}")
+
+
+def _pooled(runs: Sequence[Measured]) -> Measured:
+    """The rounds of one mode as one run: every command, every second, every latency."""
+    first = runs[0]
+    latencies = tuple(ns for m in runs for ns in m.latencies_ns)
+    return Measured(first.backend, first.mode, first.processes, len(latencies), sum(m.seconds for m in runs), latencies)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -340,13 +376,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--commands", type=int, default=300, help="commands per configuration (default 300)")
     parser.add_argument("--postgres", default=POSTGRES_URL, help=f"PostgreSQL URL (default {POSTGRES_URL})")
     parser.add_argument("--backends", default="sqlite,postgresql", help="comma-separated: sqlite, postgresql")
+    parser.add_argument("--rounds", type=int, default=3, help="back-to-back raw-sql/submit pairs per configuration")
     args = parser.parse_args(argv)
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     if args.commands < max(PROCESS_COUNTS) or any(b not in ("sqlite", "postgresql") for b in backends):
         parser.error(f"--commands must be at least {max(PROCESS_COUNTS)}; backends are sqlite and postgresql")
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     print(
         f"runtime bench: {args.commands} commands per configuration, mix fund/deliver/release on "
-        f"`{PACT_ID}`, clients {', '.join(map(str, PROCESS_COUNTS))} (spawned processes, own agreements)",
+        f"`{PACT_ID}`, clients {', '.join(map(str, PROCESS_COUNTS))} (spawned processes, own agreements), "
+        f"{args.rounds} rounds",
         flush=True,
     )
     directory = Path(tempfile.mkdtemp(prefix="pw-runtime-bench-"))
@@ -354,7 +394,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     workers: dict[str, str] = {}
     try:
         for backend in backends:
-            results, workers[backend] = bench_backend(backend, args.postgres, args.commands, directory)
+            results, workers[backend] = bench_backend(backend, args.postgres, args.commands, args.rounds, directory)
             measured += results
     finally:
         shutil.rmtree(directory, ignore_errors=True)
