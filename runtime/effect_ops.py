@@ -25,7 +25,7 @@ reason; a refused resolution changes nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 from pactwright.errors import CommandError, UsageError
 from pactwright.runtime import _agreement as rows
@@ -35,9 +35,11 @@ from pactwright.runtime.store import Store
 from pactwright.runtime.store._backend import Backend
 from pactwright.runtime.store._migrations import EFFECT_TABLES
 
-__all__ = ["RESOLUTIONS", "EffectRecord", "abandon", "list_effects", "reconcile"]
+__all__ = ["RESOLUTIONS", "EffectRecord", "Resolution", "abandon", "list_effects", "reconcile"]
 
-RESOLUTIONS = ("recovered_acknowledgement", "not_occurred")
+# What an operator found at the provider; the service's request model takes this same type.
+Resolution = Literal["recovered_acknowledgement", "not_occurred"]
+RESOLUTIONS: tuple[str, ...] = get_args(Resolution)
 OPERATOR = "operator"
 MAX_REASON = 500
 MAX_REF = 200

@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
+from pactwright.runtime.effect_ops import Resolution
+
 __all__ = [
     "Abandon",
     "ActiveBundle",
@@ -92,7 +94,7 @@ class Decision(_Request):
 class Reconcile(_Request):
     """Resolve a parked effect call as found at the provider, or as not having happened."""
 
-    resolution: Literal["recovered_acknowledgement", "not_occurred"]
+    resolution: Resolution
     provider_ref: StrictStr | None = Field(None, max_length=200)
 
 

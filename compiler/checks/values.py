@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from pactwright.canonical import MAX_SAFE_INT
 from pactwright.compiler import ast
 from pactwright.compiler.checks._registry import CheckContext, check
 from pactwright.compiler.literals import Classified, LiteralProblem, classify, money_value
@@ -14,7 +15,6 @@ from pactwright.money import MAX_SCALE
 _RISKS = {"R1", "R2", "R3", "R4", "R5"}
 _METHODS = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"}
 _CURRENCY = re.compile(r"[A-Z]{3,12}")
-_MAX_SAFE_INT = 2**53 - 1
 
 
 def _a(kind: str) -> str:
@@ -174,9 +174,9 @@ def _typed_value(ctx: CheckContext, key: str, lit: ast.NumberLit, scale: int) ->
             lit.span,
             f"e.g. `{key} {'8' if wanted == 'int' else '30s'}`",
         )
-    elif int(found.value) > _MAX_SAFE_INT:
+    elif int(found.value) > MAX_SAFE_INT:
         # The candidate carries these as JSON integers (RFC 8785 numbers).
-        yield ctx.error("PW139", f"`{key}` of `{lit.text}` is too large", lit.span, f"at most {_MAX_SAFE_INT}")
+        yield ctx.error("PW139", f"`{key}` of `{lit.text}` is too large", lit.span, f"at most {MAX_SAFE_INT}")
     elif wanted == "int" and int(found.value) == 0 and key.startswith("max_"):
         yield ctx.error("PW139", f"`{key}` of 0 forbids every call", lit.span, "remove the call or allow at least 1")
 
