@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-import struct
 import subprocess
-import zlib
 from collections import Counter
 from html.parser import HTMLParser
 from pathlib import Path
@@ -29,33 +27,18 @@ from pactwright.canonical import canonical_bytes
 from pactwright.verifier.explorer import Bounds
 from pactwright.verifier.render_html import render_html
 from pactwright.verifier.verify import VerifyOptions, verify_files
+from tests._chromium import FAIL_RED, FLAGS, find_chromium, read_png
 from tests.bundles import reference_bundle
 
-CHROMIUM = Path("/usr/bin/chromium")
-FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-)
 WIDTH, HEIGHT = 1400, 2000
 TRANSITIONS = {"fund", "deliver", "release", "chargeback"}
 # Counterexample 1 (`funds_available`): three commands commit, then the runtime refuses the chargeback.
 UNSAFE_PATH = ["fund", "deliver", "release"]
-FAIL_RED = (0xB4, 0x23, 0x18)  # --fail in report.css: the banner of a failing report
 
 
 @pytest.fixture(scope="module")
 def chromium() -> Path:
-    if CHROMIUM.exists():
-        return CHROMIUM
-    if os.environ.get("CI"):
-        pytest.fail(f"{CHROMIUM} is missing: CI must install it (`apt-get install -y chromium`) to test report.html")
-    pytest.skip(f"{CHROMIUM} is not installed (apt-get install -y chromium)")
+    return find_chromium("report.html")
 
 
 @pytest.fixture(scope="module")
@@ -79,59 +62,12 @@ def _run(chromium: Path, page: Path, work: Path, *args: str) -> subprocess.Compl
     return result
 
 
-def _read_png(data: bytes) -> tuple[int, int, list[bytes]]:
-    """Width, height and RGB rows of an 8-bit, non-interlaced PNG (what Chromium writes)."""
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
-    pos, idat, header = 8, [], None
-    while pos < len(data):
-        (length,) = struct.unpack(">I", data[pos : pos + 4])
-        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
-        pos += 12 + length
-        if kind == b"IHDR":
-            header = struct.unpack(">IIBBBBB", body)
-        elif kind == b"IDAT":
-            idat.append(body)
-        elif kind == b"IEND":
-            break
-    assert header is not None
-    width, height, depth, color, _, _, interlace = header
-    assert depth == 8 and interlace == 0 and color in (2, 6), f"unexpected PNG format {header}"
-    bpp = 4 if color == 6 else 3
-    raw = zlib.decompress(b"".join(idat))
-    stride = width * bpp
-    rows: list[bytes] = []
-    prev = bytearray(stride)
-    for y in range(height):
-        start = y * (stride + 1)
-        kind_of_filter = raw[start]
-        line = bytearray(raw[start + 1 : start + 1 + stride])
-        if kind_of_filter == 1:
-            for i in range(bpp, stride):
-                line[i] = (line[i] + line[i - bpp]) & 255
-        elif kind_of_filter == 2:
-            for i in range(stride):
-                line[i] = (line[i] + prev[i]) & 255
-        elif kind_of_filter == 3:
-            for i in range(stride):
-                line[i] = (line[i] + ((line[i - bpp] if i >= bpp else 0) + prev[i]) // 2) & 255
-        elif kind_of_filter == 4:
-            for i in range(stride):
-                a = line[i - bpp] if i >= bpp else 0
-                b, c = prev[i], prev[i - bpp] if i >= bpp else 0
-                p = a + b - c
-                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-        prev = line
-        rows.append(bytes(line) if bpp == 3 else bytes(v for i, v in enumerate(line) if i % 4 != 3))
-    return width, height, rows
-
-
 def test_chromium_draws_the_report(chromium: Path, page: Path, tmp_path: Path) -> None:
     shot = tmp_path / "report.png"
     _run(chromium, page, tmp_path, f"--screenshot={shot}", f"--window-size={WIDTH},{HEIGHT}")
     assert shot.exists(), "chromium wrote no screenshot"
     assert shot.stat().st_size > 30_000, f"the screenshot is suspiciously small ({shot.stat().st_size} bytes)"
-    width, height, rows = _read_png(shot.read_bytes())
+    width, height, rows = read_png(shot.read_bytes())
     assert (width, height) == (WIDTH, HEIGHT)
     pixels = Counter(tuple(row[x : x + 3]) for row in rows[::8] for x in range(0, width * 3, 3 * 4))
     assert len(pixels) > 100, "the page is (nearly) one colour: nothing was drawn"

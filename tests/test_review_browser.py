@@ -25,9 +25,7 @@ import html
 import json
 import os
 import shutil
-import struct
 import subprocess
-import zlib
 from collections import Counter
 from pathlib import Path
 
@@ -36,6 +34,8 @@ import pytest
 from pactwright.runtime.ledger_db import open_ledger
 from pactwright.runtime.store import open_store
 from pactwright.service.review import render_agreement_page, render_bundle_files
+from tests._chromium import FAIL_RED, PASS_GREEN, find_chromium, read_png
+from tests._chromium import FLAGS as BASE_FLAGS
 from tests.bundles import POLICIES
 from tests.test_review_page import (
     Node,
@@ -48,33 +48,16 @@ from tests.test_review_page import (
     with_class,
 )
 
-CHROMIUM = Path("/usr/bin/chromium")
-FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--hide-scrollbars",
-)
+FLAGS = (*BASE_FLAGS, "--hide-scrollbars")
 WIDTHS = (1280, 375)
 HEIGHT = 1100  # the first screen of each page: banner, facts, the first clause or the path taken
 PAGES = ("marketplace_milestone", "support_refund", "unsafe_chargeback", "agreement")
 SHOTS = PAGES[:3]  # the two reference policies and the failing one; the agreement is checked in the harness
-FAIL_RED = (0xB4, 0x23, 0x18)  # --fail in report.css: the banner of a failing bundle
-PASS_GREEN = (0x06, 0x76, 0x47)  # --pass
 
 
 @pytest.fixture(scope="module")
 def chromium() -> Path:
-    if CHROMIUM.exists():
-        return CHROMIUM
-    if os.environ.get("CI"):
-        pytest.fail(f"{CHROMIUM} is missing: CI must install it (`apt-get install -y chromium`) to test review pages")
-    pytest.skip(f"{CHROMIUM} is not installed (apt-get install -y chromium)")
+    return find_chromium("review pages")
 
 
 @pytest.fixture(scope="module")
@@ -180,52 +163,6 @@ def rendered(chromium: Path, pages: dict[str, Path], tmp_path_factory: pytest.Te
     return shots, report
 
 
-def _read_png(data: bytes, rows_wanted: int) -> tuple[int, int, list[bytes]]:
-    """Width, height and the first `rows_wanted` RGB rows of an 8-bit, non-interlaced PNG (what Chromium writes)."""
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
-    pos, idat, header = 8, [], None
-    while pos < len(data):
-        (length,) = struct.unpack(">I", data[pos : pos + 4])
-        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
-        pos += 12 + length
-        if kind == b"IHDR":
-            header = struct.unpack(">IIBBBBB", body)
-        elif kind == b"IDAT":
-            idat.append(body)
-        elif kind == b"IEND":
-            break
-    assert header is not None
-    width, height, depth, color, _, _, interlace = header
-    assert depth == 8 and interlace == 0 and color in (2, 6), f"unexpected PNG format {header}"
-    bpp = 4 if color == 6 else 3
-    raw = zlib.decompress(b"".join(idat))
-    stride = width * bpp
-    rows: list[bytes] = []
-    prev = bytearray(stride)
-    for y in range(min(height, rows_wanted)):
-        start = y * (stride + 1)
-        kind_of_filter = raw[start]
-        line = bytearray(raw[start + 1 : start + 1 + stride])
-        if kind_of_filter == 1:
-            for i in range(bpp, stride):
-                line[i] = (line[i] + line[i - bpp]) & 255
-        elif kind_of_filter == 2:
-            line = bytearray((a + b) & 255 for a, b in zip(line, prev, strict=True))
-        elif kind_of_filter == 3:
-            for i in range(stride):
-                line[i] = (line[i] + ((line[i - bpp] if i >= bpp else 0) + prev[i]) // 2) & 255
-        elif kind_of_filter == 4:
-            for i in range(stride):
-                a = line[i - bpp] if i >= bpp else 0
-                b, c = prev[i], prev[i - bpp] if i >= bpp else 0
-                p = a + b - c
-                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-        prev = line
-        rows.append(bytes(line) if bpp == 3 else bytes(v for i, v in enumerate(line) if i % 4 != 3))
-    return width, height, rows
-
-
 BANNER = {"marketplace_milestone": PASS_GREEN, "support_refund": PASS_GREEN, "unsafe_chargeback": FAIL_RED}
 
 
@@ -236,7 +173,7 @@ def test_chromium_draws_a_real_page_with_its_verdict_colour(
 ) -> None:
     shot = rendered[0][(name, width)]
     assert shot.exists(), "chromium wrote no screenshot"
-    png_width, png_height, rows = _read_png(shot.read_bytes(), rows_wanted=420)
+    png_width, png_height, rows = read_png(shot.read_bytes(), rows_wanted=420)
     assert (png_width, png_height) == (max(width, 500), HEIGHT)
     pixels = Counter(tuple(row[x : x + 3]) for row in rows[::4] for x in range(0, width * 3, 3 * 2))
     assert len(pixels) > 60, "the page is (nearly) one colour: nothing was drawn"
