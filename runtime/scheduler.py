@@ -8,21 +8,28 @@ writes nothing itself, so two schedulers (or a scheduler racing a buyer)
 are serialized by the agreement row lock and the expected version, and
 can never settle an agreement twice.
 
-The idempotency key is deterministic per (agreement, transition, deadline):
-`sched/TRANSITION/DEADLINE`, where DEADLINE is the epoch second the guard
-waits for (the value of `X` in a top-level conjunct `now >= X` or `now > X`,
-e.g. `delivered_at + refund_window`, read from the committed stamps). Two
-schedulers that see the same agreement therefore send the same key, and
-the second one is answered with the first one's result. A clock transition
-whose guard does not compare `now` with a bound is keyed by the version it
-was found enabled at (`sched/TRANSITION/v7`).
+The idempotency key is deterministic per (agreement, transition, deadline,
+firing): `sched/TRANSITION/DEADLINE`, where DEADLINE is the epoch second
+the guard waits for (the value of `X` in a top-level conjunct `now >= X` or
+`now > X`, e.g. `delivered_at + refund_window`, read from the committed
+stamps), and `sched/TRANSITION/DEADLINE/N` for the Nth firing (N >= 2) of a
+transition that can fire again at the same deadline (a reminder looping on
+its state). Two schedulers that see the same agreement therefore send the
+same key, and the second one is answered with the first one's result. A
+clock transition whose guard does not compare `now` with a bound is keyed
+by the version it was found enabled at (`sched/TRANSITION/v7`).
+
+Each scan tries every enabled deadline transition of an agreement, in
+transitions.json order, until one commits: a deadline parked for an
+approval or refused for good (an abandoned dependency, a spent budget)
+never starves another one that is enabled.
 
 Refusals are ordinary outcomes here, counted by code: another command won
 (PW509 stale version, PW510 already final, PW511 state moved on), the guard
 became false (PW512), an approval is still missing (PW513). Anything else
-(PW514 funds, PW517, a PW518 unreadable record, a store error) is a
-failure: reported with its agreement and message, never retried silently
-within a scan.
+(PW514 funds, PW517, PW524, PW526, a PW518 unreadable record, a store
+error) is a failure: reported with its agreement and message, never retried
+silently within a scan.
 """
 
 from __future__ import annotations
@@ -43,10 +50,12 @@ from pactwright.runtime.store import Store
 from pactwright.runtime.store._backend import Backend
 from pactwright.runtime.store._migrations import RUNTIME_TABLES
 
-__all__ = ["Due", "ScanResult", "deadline_of", "fire", "plan", "run", "scan"]
+__all__ = ["Due", "ScanResult", "deadline_of", "fire", "plan", "plan_all", "run", "scan"]
 
 # Refusals that mean "someone else acted first" or "not yet": counted, not failures.
 NORMAL_REFUSALS = frozenset({"PW509", "PW510", "PW511", "PW512", "PW513"})
+# Of those, the ones that say the agreement changed since it was read: nothing else is tried on that read.
+_SUPERSEDED = frozenset({"PW509", "PW510", "PW511"})
 KEY_PREFIX = "sched"
 # A bound `now` is compared with, read from a top-level conjunct: `now >= X`, `now > X`, `X <= now`, `X < now`.
 _LOWER_BOUND = {(">=", 0), (">", 0), ("<=", 1), ("<", 1)}
@@ -135,17 +144,28 @@ def deadline_of(guard: Mapping[str, Any] | None, view: View) -> int | None:
 
 
 def plan(bundle: Bundle, agreement: Agreement, now: int, seen: Tally | None = None) -> Due | None:
-    """The first deadline transition (in transitions.json order) enabled for `agreement` at `now`, if any.
+    """The first deadline transition (in transitions.json order) enabled for `agreement` at `now`, if any."""
+    due = plan_all(bundle, agreement, now, seen)
+    return due[0] if due else None
+
+
+def plan_all(bundle: Bundle, agreement: Agreement, now: int, seen: Tally | None = None) -> list[Due]:
+    """Every deadline transition enabled for `agreement` at `now`, in transitions.json order.
 
     `seen` is the agreement's effect calls (`_command_effects.tally`), for a
     guard that reads `applied(E)` or `total(E)`: evaluated as the command
-    path will evaluate it.
+    path will evaluate it. The scan tries them in this order until one
+    commits, so a deadline the runtime refuses for good (an abandoned
+    dependency, a budget spent) or one parked for an approval never keeps
+    another enabled deadline from firing: the verifier's liveness check
+    assumes each enabled clock transition is eventually taken.
     """
     if bundle.state(agreement.state)["final"]:
-        return None
+        return []
     clocks = clock_roles(bundle)
     seen = seen or Tally()
     view = agreement.view(bundle, now, seen.applied, seen.totals, seen.outcomes)
+    out = []
     for spec in bundle.doc["transitions"]:
         role = next((r for r in spec["roles"] if r in clocks), None)
         if role is None or agreement.state not in spec["from"] or role not in agreement.parties:
@@ -155,16 +175,21 @@ def plan(bundle: Bundle, agreement: Agreement, now: int, seen: Tally | None = No
             continue
         deadline = deadline_of(guard, view)
         cell = str(deadline) if deadline is not None else f"v{agreement.version}"
-        return Due(
-            agreement_id=agreement.id,
-            transition=str(spec["id"]),
-            role=role,
-            party=agreement.parties[role],
-            key=f"{KEY_PREFIX}/{spec['id']}/{cell}",
-            expect_version=agreement.version,
-            deadline=deadline,
+        # The Nth firing of one transition at one deadline (a reminder that loops) is a new intent.
+        ordinal = agreement.fired.get(str(spec["id"]), 0) + 1
+        suffix = f"/{ordinal}" if deadline is not None and ordinal > 1 else ""
+        out.append(
+            Due(
+                agreement_id=agreement.id,
+                transition=str(spec["id"]),
+                role=role,
+                party=agreement.parties[role],
+                key=f"{KEY_PREFIX}/{spec['id']}/{cell}{suffix}",
+                expect_version=agreement.version,
+                deadline=deadline,
+            )
         )
-    return None
+    return out
 
 
 def _waiting_states(bundle: Bundle) -> list[str]:
@@ -241,22 +266,23 @@ def scan(store: Store, clock: Clock | None = None, agreements: list[str] | None 
         if any(read_by_guard(spec) for spec in bundle.doc["transitions"]):
             with store.transaction(write=False) as db:
                 seen = tally(db, agreement.id)
-        due = plan(bundle, agreement, now, seen)
-        if due is None:
-            continue
-        result.due.append(due)
-        try:
-            outcome = fire(store, due, clock)
-        except PactwrightError as exc:
-            result.failures.append({"agreement": due.agreement_id, "transition": due.transition,
-                                    "code": exc.code, "message": exc.message})  # fmt: skip
-            continue
-        if outcome == "committed":
-            result.committed.append(f"{due.agreement_id}/{due.expect_version + 1}")
-        elif outcome == "replayed":
-            result.replayed += 1
-        else:
+        for due in plan_all(bundle, agreement, now, seen):
+            result.due.append(due)
+            try:
+                outcome = fire(store, due, clock)
+            except PactwrightError as exc:
+                result.failures.append({"agreement": due.agreement_id, "transition": due.transition,
+                                        "code": exc.code, "message": exc.message})  # fmt: skip
+                continue  # refused for this reason: the next enabled deadline may still fire
+            if outcome == "committed":
+                result.committed.append(f"{due.agreement_id}/{due.expect_version + 1}")
+                break  # the agreement moved on: what else is due is planned from its new state next scan
+            if outcome == "replayed":
+                result.replayed += 1
+                break  # another scheduler fired it: this read of the agreement is out of date
             result.refused[outcome] = result.refused.get(outcome, 0) + 1
+            if outcome in _SUPERSEDED:
+                break  # another command won: the agreement is no longer as read
     return result
 
 

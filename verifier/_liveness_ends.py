@@ -119,6 +119,8 @@ def late_stop(graph: Graph, sid: int) -> str | None:
         _, positions = _dims(explorer, timed)
         enabled = {m.transition for m in timed if tuple(key[i] for i in positions[m.index]) == m.cell}
         closed = sorted({str(m.transition) for m in timed if m.transition not in enabled})
+        if not closed:  # no window closed here: the stop is a refusal at commit (the lasso's `refused` says)
+            continue
         shown = ", ".join(f"`{t}` (`{render_guard(explorer, t)}`)" for t in closed)
         text = f"time keeps the guard of {shown} false: never enabled again"
         out.append(f"agreement {position + 1}: {text}" if len(ids) > 1 else text)

@@ -30,7 +30,7 @@ import networkx as nx  # type: ignore[import-untyped]  # no stubs; used for grap
 from pactwright.expr_text import render_expr
 from pactwright.verifier._liveness_ends import end_condition, incomplete_because, late_stop
 from pactwright.verifier._liveness_graph import Edge, Graph, Node
-from pactwright.verifier.explorer import ExplorationResult, Explorer, Move
+from pactwright.verifier.explorer import ExplorationResult, Explorer, Move, Refusal
 from pactwright.verifier.model import Json
 from pactwright.verifier.symbolic import Formula
 
@@ -75,12 +75,16 @@ class _Labels:
         return self._q[bid]
 
 
-def check(explorer: Explorer, result: ExplorationResult) -> list[Json]:
-    """One entry per property of the model: verdict `holds`, `violated` or `incomplete`."""
+def check(explorer: Explorer, result: ExplorationResult, unmodelled: str | None = None) -> list[Json]:
+    """One entry per property of the model: verdict `holds`, `violated` or `incomplete`.
+
+    `unmodelled` says why commands the runtime refuses at commit may be
+    missing from the graph's refusals (budgets); with it, no property holds.
+    """
     if not explorer.model.properties:
         return []
     graph = Graph(explorer, result)
-    return [_check_one(explorer, result, graph, prop) for prop in explorer.model.properties]
+    return [_check_one(explorer, result, graph, prop, unmodelled) for prop in explorer.model.properties]
 
 
 def _statement(prop: Json, scale: int) -> str:
@@ -89,7 +93,8 @@ def _statement(prop: Json, scale: int) -> str:
     return f"{render_expr(prop['premise'], scale)} leads_to {render_expr(prop['goal'], scale)}"
 
 
-def _check_one(explorer: Explorer, result: ExplorationResult, graph: Graph, prop: Json) -> Json:
+def _check_one(explorer: Explorer, result: ExplorationResult, graph: Graph, prop: Json,
+               unmodelled_refusals: str | None = None) -> Json:  # fmt: skip
     space = explorer.space
     blocks = explorer._blocks
     labels = _Labels(explorer, result, prop)
@@ -162,7 +167,7 @@ def _check_one(explorer: Explorer, result: ExplorationResult, graph: Graph, prop
         )
         entry["verdict"] = "incomplete"
         entry["method"] = f"fair cycle search on the explored graph: {reason}"
-    elif (unmodelled := incomplete_because(graph, prop, sub)) is not None:
+    elif (unmodelled := incomplete_because(graph, prop, sub) or unmodelled_refusals) is not None:
         entry["verdict"] = "incomplete"
         entry["method"] = f"fair cycle search on the explored graph, state space exhausted, but {unmodelled}"
     else:
@@ -277,7 +282,8 @@ def _describe(
         "waiting_for": _human_moves(explorer, graph, last[0]) if stuttering else [],
         # When a deadline transition is enabled only earlier in the time zone: when the run stops.
         "late": late_stop(graph, last[0]) if stuttering else None,
-        # Deadline transitions the runtime refuses there for an effect's unknown outcome (PW526, PW527).
+        # Deadline transitions the runtime refuses there: at commit (funds, a ceiling), or for an effect's
+        # unknown outcome (PW526, PW527).
         "refused": _refused(explorer, graph, last[0]) if stuttering else [],
     }
 
@@ -286,8 +292,17 @@ def _refused(explorer: Explorer, graph: Graph, sid: int) -> list[str]:
     out: set[str] = set()
     for bid in graph.result.states[sid][1:]:
         block = explorer._blocks[bid]
-        for move, new, _, _ in explorer.local_moves(block):
-            if new is None or move.kind != "command" or move.name not in explorer.scheduled:
+        for move, new, _, edge in explorer.local_moves(block):
+            if move.kind != "command" or move.name not in explorer.scheduled:
+                continue
+            if new is None and isinstance(edge, Refusal):  # enabled, and refused at commit: funds, a ceiling
+                out.add(f"`{move.name}` by {move.actor}: refused at commit ({edge.message})")
+                continue
+            if new is None:
+                continue
+            if int(new[2]) != int(block[2]):  # it commits only for some param values: not for the lasso's
+                out.add(f"`{move.name}` by {move.actor}: does not commit for these param values (its guard is "
+                        "false for them, or the runtime refuses it at commit: funds, a ceiling)")  # fmt: skip
                 continue
             refusal = explorer.outcome_refusal(block, explorer.model.transition_index[move.name])
             if refusal is not None:

@@ -156,6 +156,26 @@ def coverage(model: Model, explorer: Explorer, result: ExplorationResult) -> Jso
     }
 
 
+def _budget_refusals(table: Json) -> str | None:
+    """Why budget refusals may stop a run the model lets go on (None when the policy cannot hit one).
+
+    The runtime refuses a command at commit when its calls would pass the
+    budget's `max_tool_calls` or `ceiling` (PW524, PW525); the model does
+    not count calls or the money they carry against the budget, so such a
+    refusal is a way a run can stop for good that the liveness search
+    does not see.
+    """
+    budget = table.get("budget") or {}
+    limits = [name for name in ("max_tool_calls", "ceiling") if budget.get(name) is not None]
+    if not limits or not any(t.get("effects") for t in table.get("transitions", [])):
+        return None
+    shown = " and ".join(f"`{name}`" for name in limits)
+    return (
+        f"the runtime refuses a command whose calls would pass the budget's {shown} (PW524, PW525), which the "
+        "model does not count: a run may stop for good there"
+    )
+
+
 def verify_files(files: Mapping[str, bytes], options: VerifyOptions) -> Json:
     """Verify a compiled bundle; returns the report document (deterministic)."""
     try:
@@ -171,7 +191,7 @@ def verify_files(files: Mapping[str, bytes], options: VerifyOptions) -> Json:
     if model.properties:
         from pactwright.verifier import liveness
 
-        properties = liveness.check(explorer, result)
+        properties = liveness.check(explorer, result, _budget_refusals(table))
     from pactwright.verifier._limits_report import limit_verdicts
 
     limits = limit_verdicts(model, result, index_of, options.bounds.agreements)
