@@ -102,9 +102,12 @@ def park(
     other check passed. Idempotent per (agreement, key): the pending request
     of the same command is returned as it is (same id, same expiry); another
     command under that key is PW610; a key whose request was rejected is
-    PW604. With `write=False` (a dry run) nothing is written and the request
-    comes back with `recorded=False`. Writes the request row and an
-    `approval_requested` evidence record holding the preview digest.
+    PW604. A pending request of the same command that expired undecided is
+    renewed in its row (`_renew`): a new id, expiry and preview, and no
+    grants, so no proof of the expired one approves it. With `write=False`
+    (a dry run) nothing is written and the request comes back with
+    `recorded=False`. Writes the request row and an `approval_requested`
+    evidence record holding the preview digest.
     """
     found = db.query(f"SELECT {COLUMNS} FROM approval_requests WHERE agreement_id = ? AND idempotency_key = ?",  # noqa: S608
                      (agreement.id, key))  # fmt: skip
@@ -116,7 +119,11 @@ def park(
         if request.status != "pending":
             raise refuse("PW604", f"the approval request `{request.id}` for key `{key}` was already {request.status}",
                           field="key", hint="submit the command again with a new key")  # fmt: skip
-        return request
+        if now <= request.expires_at:
+            return request
+        expired: ApprovalRequest | None = request
+    else:
+        expired = None
     expires = now + ttl
     preview = make_preview(bundle, agreement, spec, payload, planned, postings, now, expires)
     command_text = canonical_bytes(payload).decode("utf-8")
@@ -131,18 +138,41 @@ def park(
     )  # fmt: skip
     if not write:
         return request
-    db.execute(
-        f"INSERT INTO approval_requests ({COLUMNS}) VALUES ({', '.join('?' * 19)})",  # noqa: S608
-        (request.id, agreement.id, request.transition, request.requester_role, request.requester_party, key,
-         command_text, digest, request.expect_version, preview_text, request.preview_digest, "pending", expires, now,
-         None, None, None, None, None),
-    )  # fmt: skip
+    if expired is not None:
+        _renew(db, expired, request, preview_text)
+    else:
+        db.execute(
+            f"INSERT INTO approval_requests ({COLUMNS}) VALUES ({', '.join('?' * 19)})",  # noqa: S608
+            (request.id, agreement.id, request.transition, request.requester_role, request.requester_party, key,
+             command_text, digest, request.expect_version, preview_text, request.preview_digest, "pending", expires,
+             now, None, None, None, None, None),
+        )  # fmt: skip
     rows.append_evidence(db, agreement.id, "approval_requested", {
         "approval": request.id, "transition": request.transition, "requested_by": dict(actor),
         "command_digest": digest, "preview_digest": request.preview_digest, "requested_at": now,
         "expires_at": expires, "approver_role": preview["approval"]["role"],
+        **({"renews": expired.id} if expired is not None else {}),
     })  # fmt: skip
     return request
+
+
+def _renew(db: Backend, expired: ApprovalRequest, fresh: ApprovalRequest, preview_text: str) -> None:
+    """Put `fresh` in the row of `expired`: the same command and key, parked again after its request expired.
+
+    The row is one per (agreement, key) (`UNIQUE (agreement_id,
+    idempotency_key)`), so the expired request is replaced, never kept
+    beside its successor: its id is then unknown (PW601), and a proof signed
+    for it names that id and the old preview digest (whose expiry is in the
+    preview), so it verifies against nothing. Grants given to the expired
+    request (four eyes) are dropped with it; each approver signs the new preview.
+    Only an undecided request is renewed (`status = 'pending'`).
+    """
+    db.execute(
+        "UPDATE approval_requests SET id = ?, expect_version = ?, preview = ?, preview_digest = ?, expires_at = ?, "
+        "created_at = ?, grants = NULL WHERE id = ? AND status = 'pending'",
+        (fresh.id, fresh.expect_version, preview_text, fresh.preview_digest, fresh.expires_at, fresh.created_at,
+         expired.id),
+    )  # fmt: skip
 
 
 def list_requests(store: Store, *, status: str | None = None, agreement_id: str | None = None) -> list[ApprovalRequest]:

@@ -60,14 +60,15 @@ def _verify(source: str, **bounds: int) -> dict[str, Any]:
 
 
 @contextmanager
-def _store(source: str, directory: Path, verdict: str = "pass") -> Iterator[tuple[Any, dict[str, Any]]]:
+def _store(source: str, directory: Path, verdict: str = "pass", backend: str = "sqlite"
+           ) -> Iterator[tuple[Any, dict[str, Any]]]:  # fmt: skip
     """A store running the policy as `build` verified it (with the `verdict` given), and that report."""
     from pactwright.runtime.activation import FixedClock, activate_files
     from pactwright.runtime.store import open_store
 
     bundle, found = sb.compile_verified(source.encode(), "attack.pact")
     assert found == verdict
-    with sb.temporary_store("sqlite", directory) as url, open_store(url) as store:
+    with sb.temporary_store(backend, directory) as url, open_store(url) as store:
         activate_files(store, sb.sign(bundle), sb.default_trust(), clock=FixedClock(datetime.fromisoformat(sb.NOW)))
         yield store, json.loads(bundle["report.json"])
 
