@@ -291,10 +291,11 @@ def test_migration_7_upgrades_a_version_6_store(backend: str, tmp_path: Path, mo
         assert dump(url) == before
         with open_store(url, migrate_schema=False) as store:
             issued = issue_token(store, "alice", T0)
-            assert store.schema_version() == migrations.LATEST == migrations.TOKEN_TABLES
+            assert store.schema_version() == migrations.LATEST >= migrations.TOKEN_TABLES
             assert authenticate(store, _bearer(issued.token)).party == "alice"
         after = dump(url)
-        assert after["schema_migrations"][-1] == (7, "bearer tokens")
+        assert (7, "bearer tokens") in after["schema_migrations"]
+        assert after["schema_migrations"][-1][0] == migrations.LATEST
         assert after["parties"] == before["parties"]
         with open_store(url) as store:  # a current store: opening migrates nothing
             assert store.dump() == after
