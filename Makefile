@@ -17,8 +17,9 @@ setup: $(VENV)/.installed
 demo: setup
 	$(PY) -m pactwright.demo
 
+# One worker per core (pytest-xdist): every test makes its own store, schema, ports and files.
 test: setup
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto
 
 lint: setup
 	$(VENV)/bin/ruff check .

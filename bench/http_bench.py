@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from runtime_bench import MIX, PACT_ID, PARTIES, POSTGRES_URL, PRICE, T0, Measured, fresh_store, prepare
+from runtime_bench import MIX, PACT_ID, PARTIES, POSTGRES_URL, PRICE, T0, Measured, fresh_store, gather, prepare
 from runtime_bench import run as run_python_api
 
 TARGET = 0.3
@@ -141,17 +141,7 @@ def run_http(base: str, tokens: dict[str, str], clients: int, commands: int) -> 
         mine = commands // clients + (1 if p < commands % clients else 0)
         count = -(-mine // len(MIX))
         jobs.append(HttpJob(base, tokens, tuple(f"http{clients}-c{p}-{i}" for i in range(count)), mine))
-    workers = [context.Process(target=http_client, args=(job, barrier, results)) for job in jobs]
-    for worker in workers:
-        worker.start()
-    reports = [results.get(timeout=1200) for _ in workers]
-    for worker in workers:
-        worker.join()
-        if worker.exitcode != 0:
-            raise SystemExit(f"an HTTP client failed (exit {worker.exitcode})")
-    start, end = min(r[0] for r in reports), max(r[1] for r in reports)
-    latencies = tuple(ns for r in reports for ns in r[2])
-    return Measured("postgresql", "http", clients, len(latencies), (end - start) / 1e9, latencies)
+    return gather(context, http_client, jobs, barrier, results, "postgresql", "http", timeout=1200)
 
 
 def check_counts(url: str, expected: int) -> None:

@@ -244,10 +244,16 @@ def run(backend: str, mode: str, url: str, processes: int, commands: int, round_
         mine = commands // processes + (1 if p < commands % processes else 0)
         count = -(-mine // len(MIX))
         jobs.append(Job(mode, url, tuple(f"{mode[:3]}{processes}-r{round_no}-c{p}-{i}" for i in range(count)), mine))
-    workers = [context.Process(target=client, args=(job, barrier, results)) for job in jobs]
+    return gather(context, client, jobs, barrier, results, backend, mode, round_no)
+
+
+def gather(context: Any, target: Any, jobs: Sequence[Any], barrier: Any, results: Any, backend: str, mode: str,
+           round_no: int = 0, timeout: float = 600) -> Measured:  # fmt: skip
+    """Run one client process per job, wait for every report, and pool them (barrier to last commit)."""
+    workers = [context.Process(target=target, args=(job, barrier, results)) for job in jobs]
     for worker in workers:
         worker.start()
-    reports = [results.get(timeout=600) for _ in workers]
+    reports = [results.get(timeout=timeout) for _ in workers]
     for worker in workers:
         worker.join()
         if worker.exitcode != 0:
@@ -255,7 +261,7 @@ def run(backend: str, mode: str, url: str, processes: int, commands: int, round_
     start = min(r[0] for r in reports)
     end = max(r[1] for r in reports)
     latencies = tuple(ns for r in reports for ns in r[2])
-    return Measured(backend, mode, processes, len(latencies), (end - start) / 1e9, latencies, round_no)
+    return Measured(backend, mode, len(jobs), len(latencies), (end - start) / 1e9, latencies, round_no)
 
 
 def check_counts(url: str, expected: int) -> None:

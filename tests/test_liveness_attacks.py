@@ -24,6 +24,7 @@ from pactwright.compiler.pipeline import check_bytes
 from pactwright.verifier.explorer import Bounds
 from pactwright.verifier.verify import VerifyOptions, verify_files
 from tests import signed_bundles as sb
+from tests.test_verifier_attacks_1_1 import ABANDONED_GIVE_UP
 
 DAY = 86_400
 T0 = 1780315200  # 2026-06-01T12:00:00Z
@@ -133,35 +134,10 @@ def test_a_deadline_waiting_for_approval_does_not_starve_the_next_one(tmp_path: 
     assert state == "expired" and all(not s["due"] for s in scans[2:])
 
 
-ABANDON_FIRST = _policy(
-    "abandon_first",
-    NOTIFY.replace("STRATEGY", "once")
-    + """\
-role buyer
-clock timer
-state placed initial
-state sent
-state done final
-state closed final
-transition send: placed -> sent {
-  by buyer
-  stamp sent_at
-  call notify
-}
-transition finish: sent -> done {
-  by timer
-  when acknowledged(notify)
-}
-transition give_up: sent -> closed {
-  by timer
-  when now >= sent_at + 1d and not acknowledged(notify)
-}
-transition time_out: sent -> closed {
-  by timer
-  when now >= sent_at + 2d
-}
-property sent_ends: reached(sent) leads_to final
-""",
+# The abandoned `give_up` policy of the 1.1 attacks, with a fallback deadline after it.
+ABANDON_FIRST = ABANDONED_GIVE_UP.replace('"att.abandoned_give_up"', '"att.abandon_first"').replace(
+    "property sent_ends",
+    "transition time_out: sent -> closed {\n  by timer\n  when now >= sent_at + 2d\n}\nproperty sent_ends",
 )
 
 

@@ -26,31 +26,17 @@ from pactwright.runtime.parties import add_party
 from pactwright.runtime.scheduler import scan
 from pactwright.runtime.store import Store
 from pactwright.signing import raw_public_key, sign_statement
-from tests.test_liveness_attacks import DAY, T0, _policy, _store
+from tests.test_liveness_attacks import APPROVAL_FIRST, DAY, T0, _store
 
 HOUR = 3_600
 DUE = T0 + DAY  # `escalate` is enabled from here
 MANAGER_KEY = Ed25519PrivateKey.generate()
 
-APPROVAL_LATE = _policy(
-    "approval_late",
-    """\
-role buyer
-role manager
-clock timer
-state placed initial
-state funded
-state done final
-transition fund: placed -> funded {
-  by buyer
-  stamp funded_at
-}
-transition escalate: funded -> done {
-  by timer
-  when now >= funded_at + 1d
-  approval by manager
-}
-""",
+# APPROVAL_FIRST without its fallback deadline and property: `escalate` is the only way out of `funded`.
+APPROVAL_LATE = (
+    APPROVAL_FIRST.replace("approval_first", "approval_late")
+    .replace("state expired final\n", "")
+    .split("transition expire:")[0]
 )
 
 

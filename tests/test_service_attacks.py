@@ -4,15 +4,14 @@
 What is attacked: reading what the caller is no party to (every read is scoped to the agreement's parties
 and operators, and a hidden item is answered exactly as an unknown one), acting as another party (lookalike
 names, a party bound under two roles, idempotency keys of another party), the clock role under other
-spellings, approvals (a replayed grant, a token for one party carrying another's valid proof, a stranger),
-`Authorization` header variants, revocation while the service runs, path tricks in effect ids, `/metrics`
+spellings, `Authorization` header variants, revocation while the service runs, path tricks in effect ids, `/metrics`
 and problem documents leaking secrets or internals, and the timing of unknown against wrong tokens.
-Every refusal is checked for its status and code and for writing nothing (`dump`).
+Every refusal is checked for its status and code and for writing nothing (`dump`). The attacks on
+approvals are in test_service_attacks_approvals.py.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import secrets
 import socket
@@ -22,19 +21,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from starlette.testclient import TestClient
 
 from pactwright.errors import PactwrightError
-from pactwright.runtime.approvals import decision_statement
-from pactwright.runtime.clock import TestClock
 from pactwright.runtime.parties import add_party
 from pactwright.runtime.store import open_store
 from pactwright.runtime.tokens import issue_token, revoke_token
 from pactwright.service import create_app
-from pactwright.signing import sign_statement
-from tests.signed_bundles import BACKENDS, ROOT, dump, key
+from tests._service_support import SUPPORT_OPEN, grant_ok, headers, same_as_unknown, support
+from tests.signed_bundles import BACKENDS, ROOT, dump
 from tests.test_service_env import OPEN_BODY, PARTIES, T0, Env, problem_of, service_env
 
 # `mallory` holds every marketplace role in the registry but is bound in no agreement she did not open;
@@ -47,16 +43,6 @@ READS = ("/v1/agreements/{id}", "/v1/agreements/{id}/events", "/v1/agreements/{i
          "/v1/agreements/{id}/evidence/verification", "/review/agreements/{id}")  # fmt: skip
 FUND = {"transition": "fund", "role": "buyer"}
 
-SUPPORT = ROOT / "policies" / "support_refund.pact"
-SUPPORT_PARTIES = {"support_agent": "sam", "refund_approver": "rita", "assistant": "bot"}
-SUPPORT_OPEN = {"pact_id": "support.refund", "params": {"amount": "25.00", "order_id": "ORD-1001",
-                                                         "reason": "damaged_on_arrival"},
-                "parties": SUPPORT_PARTIES}  # fmt: skip
-# `stranger` holds the requester's role and `mallory` the approver's, with a key, but neither is bound.
-SUPPORT_REGISTRY = {"sam": ("support_agent",), "bot": ("assistant",), "ops": ("operator",),
-                    "stranger": ("support_agent",)}  # fmt: skip
-SUPPORT_KEYED = {"rita": "refund_approver", "mallory": "refund_approver"}
-
 
 @pytest.fixture(params=BACKENDS)
 def env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Env]:
@@ -68,18 +54,6 @@ def env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Env]:
                                headers={**opened.auth("alice"), "Idempotency-Key": "fund"})  # fmt: skip
             assert fund.status_code == 201, fund.text
         yield opened
-
-
-def _headers(env: Env, party: str, key: str | None = None) -> dict[str, str]:
-    return {**env.auth(party), **({"Idempotency-Key": key} if key is not None else {})}
-
-
-def _same_as_unknown(hidden: httpx.Response, unknown: httpx.Response, hidden_id: str, unknown_id: str) -> None:
-    """`hidden` is, byte for byte, the answer for an unknown id with that id in its place."""
-    assert len(hidden_id) == len(unknown_id)
-    assert hidden.status_code == unknown.status_code == 404
-    assert hidden.text == unknown.text.replace(unknown_id, hidden_id)
-    assert dict(hidden.headers) == dict(unknown.headers)
 
 
 # Reads are scoped ---------------------------------------------------------------------------------------
@@ -95,13 +69,13 @@ def test_reads_are_scoped_to_the_agreements_parties_and_operators(env: Env) -> N
                 hidden = client.get(template.format(id="a1"), headers=env.auth(party))
                 unknown = client.get(template.format(id="a9"), headers=env.auth(party))
                 problem_of(hidden, 404, "PW501")
-                _same_as_unknown(hidden, unknown, "a1", "a9")
+                same_as_unknown(hidden, unknown, "a1", "a9")
 
 
 def test_lists_show_only_what_the_caller_may_see(tmp_path: Path) -> None:
     """Approvals and effects of an agreement are listed to its parties and operators, never to a stranger."""
-    with _support(tmp_path, "sqlite") as (env, client, request):
-        _grant_ok(env, client, request)
+    with support(tmp_path, "sqlite") as (env, client, request):
+        grant_ok(env, client, request)
         for party in ("sam", "rita", "bot", "ops"):
             assert [r["id"] for r in _get(client, env, party, "/v1/approvals")] == [request["id"]], party
             assert {e["agreement"] for e in _get(client, env, party, "/v1/effects")} == {"r1"}, party
@@ -119,101 +93,6 @@ def _get(client: TestClient, env: Env, party: str, path: str) -> list[dict[str, 
     return found
 
 
-# Support refund: approvals -------------------------------------------------------------------------------
-
-
-def _proof(party: str, request: dict[str, Any], decision: str = "grant") -> str:
-    return sign_statement(key(party).private, decision_statement(request["id"], request["preview_digest"], decision))
-
-
-def _park(env: Env, client: TestClient, agreement: str, key_name: str = "issue") -> dict[str, Any]:
-    issue = client.post(f"/v1/agreements/{agreement}/commands", json={"transition": "issue", "role": "support_agent"},
-                        headers=_headers(env, "sam", key_name))  # fmt: skip
-    assert issue.status_code == 202, issue.text
-    request: dict[str, Any] = issue.json()["approval"]
-    return request
-
-
-@contextlib.contextmanager
-def _support(tmp_path: Path, backend: str) -> Iterator[tuple[Env, TestClient, dict[str, Any]]]:
-    """Support refund r1, assessed, with `issue` parked for rita."""
-    with service_env(backend, tmp_path, SUPPORT, SUPPORT_REGISTRY, keyed=SUPPORT_KEYED) as env, \
-            env.client() as client:  # fmt: skip
-        assert client.post("/v1/agreements", json={**SUPPORT_OPEN, "id": "r1"},
-                           headers=env.auth("sam")).status_code == 201  # fmt: skip
-        assessed = client.post("/v1/agreements/r1/commands", json={"transition": "assess", "role": "assistant"},
-                               headers=_headers(env, "bot", "assess"))  # fmt: skip
-        assert assessed.status_code == 201, assessed.text
-        env.clock.advance(10)
-        yield env, client, _park(env, client, "r1")
-
-
-def _grant_ok(env: Env, client: TestClient, request: dict[str, Any]) -> None:
-    granted = client.post(f"/v1/approvals/{request['id']}/grant", json={"proof": _proof("rita", request)},
-                          headers=env.auth("rita"))  # fmt: skip
-    assert granted.status_code == 200, granted.text
-
-
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_a_stranger_cannot_see_or_decide_an_approval_and_learns_nothing(backend: str, tmp_path: Path) -> None:
-    with _support(tmp_path, backend) as (env, client, request):
-        unknown_id = "apr-" + "0" * 16
-        before = dump(env.store)
-        for party in ("stranger", "mallory"):
-            hidden = client.get(f"/v1/approvals/{request['id']}", headers=env.auth(party))
-            problem_of(hidden, 404, "PW601")
-            _same_as_unknown(hidden, client.get(f"/v1/approvals/{unknown_id}", headers=env.auth(party)),
-                             request["id"], unknown_id)  # fmt: skip
-            for decision in ("grant", "reject"):
-                # mallory signs with her own registered key; the stranger replays rita's genuine proof
-                proof = _proof("mallory" if party == "mallory" else "rita", request, decision)
-                refused = client.post(f"/v1/approvals/{request['id']}/{decision}", json={"proof": proof},
-                                      headers=env.auth(party))  # fmt: skip
-                problem_of(refused, 404, "PW601")
-                other = client.post(f"/v1/approvals/{unknown_id}/{decision}", json={"proof": proof},
-                                    headers=env.auth(party))  # fmt: skip
-                _same_as_unknown(refused, other, request["id"], unknown_id)
-        assert dump(env.store) == before
-
-
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_a_token_carrying_another_partys_valid_proof_is_403(backend: str, tmp_path: Path) -> None:
-    """rita's token with mallory's genuine signature of this very grant: refused as a forgery (403), not 409."""
-    with _support(tmp_path, backend) as (env, client, request):
-        before = dump(env.store)
-        forged = client.post(f"/v1/approvals/{request['id']}/grant", json={"proof": _proof("mallory", request)},
-                             headers=env.auth("rita"))  # fmt: skip
-        problem = problem_of(forged, 403, "PW615")
-        assert problem["found"] == "mallory"
-        assert dump(env.store) == before
-
-
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_a_grant_replayed_over_http_never_commits_twice(backend: str, tmp_path: Path) -> None:
-    with _support(tmp_path, backend) as (env, client, request):
-        proof = _proof("rita", request)
-        _grant_ok(env, client, request)
-        after = dump(env.store)
-        for decision, body in (("grant", proof), ("reject", _proof("rita", request, "reject"))):
-            problem_of(client.post(f"/v1/approvals/{request['id']}/{decision}", json={"proof": body},
-                                   headers=env.auth("rita")), 409, "PW604")  # fmt: skip
-        shown = client.get("/v1/agreements/r1", headers=env.auth("sam")).json()
-        assert shown["state"] == "refunded"
-        assert dump(env.store) == after
-        # rita's genuine proof for r1's request does not decide another request of hers
-        assert client.post("/v1/agreements", json={**SUPPORT_OPEN, "id": "r2"},
-                           headers=env.auth("sam")).status_code == 201  # fmt: skip
-        assert client.post("/v1/agreements/r2/commands", json={"transition": "assess", "role": "assistant"},
-                           headers=_headers(env, "bot", "assess")).status_code == 201  # fmt: skip
-        other = _park(env, client, "r2")
-        before = dump(env.store)
-        for decision in ("grant", "reject"):
-            problem_of(client.post(f"/v1/approvals/{other['id']}/{decision}",
-                                   json={"proof": _proof("rita", request, decision)}, headers=env.auth("rita")),
-                       403, "PW608")  # fmt: skip
-        assert dump(env.store) == before
-
-
 # Acting as another party ----------------------------------------------------------------------------------
 
 
@@ -221,7 +100,7 @@ def test_lookalike_parties_act_only_as_themselves(env: Env) -> None:
     before = dump(env.store)
     with env.client() as client:
         for party in ("Alice", "\u0430lice"):
-            refused = client.post("/v1/agreements/a1/commands", json=FUND, headers=_headers(env, party, "fund"))
+            refused = client.post("/v1/agreements/a1/commands", json=FUND, headers=headers(env, party, "fund"))
             problem_of(refused, 404, "PW501")  # bound in nothing: a1 is unknown to them
     assert dump(env.store) == before
     with open_store(env.store) as store:
@@ -237,8 +116,8 @@ def test_an_unbound_party_cannot_probe_another_partys_idempotency_keys(env: Env)
     before = dump(env.store)
     with env.client() as client:
         for body in (FUND, {"transition": "deliver", "role": "seller"}):
-            used = client.post("/v1/agreements/a1/commands", json=body, headers=_headers(env, "mallory", "fund"))
-            fresh = client.post("/v1/agreements/a1/commands", json=body, headers=_headers(env, "mallory", "fun2"))
+            used = client.post("/v1/agreements/a1/commands", json=body, headers=headers(env, "mallory", "fund"))
+            fresh = client.post("/v1/agreements/a1/commands", json=body, headers=headers(env, "mallory", "fun2"))
             problem_of(used, 404, "PW501")
             assert (used.text, dict(used.headers)) == (fresh.text, dict(fresh.headers))
     assert dump(env.store) == before
@@ -246,9 +125,9 @@ def test_an_unbound_party_cannot_probe_another_partys_idempotency_keys(env: Env)
 
 def test_a_command_on_an_agreement_the_caller_may_not_read_is_answered_as_unknown(env: Env) -> None:
     with env.client() as client:
-        hidden = client.post("/v1/agreements/a1/commands", json=FUND, headers=_headers(env, "mallory", "fund"))
-        unknown = client.post("/v1/agreements/a9/commands", json=FUND, headers=_headers(env, "mallory", "fund"))
-    _same_as_unknown(hidden, unknown, "a1", "a9")
+        hidden = client.post("/v1/agreements/a1/commands", json=FUND, headers=headers(env, "mallory", "fund"))
+        unknown = client.post("/v1/agreements/a9/commands", json=FUND, headers=headers(env, "mallory", "fund"))
+    same_as_unknown(hidden, unknown, "a1", "a9")
 
 
 def test_a_bound_party_cannot_replay_another_partys_key_into_its_result(env: Env) -> None:
@@ -256,14 +135,14 @@ def test_a_bound_party_cannot_replay_another_partys_key_into_its_result(env: Env
     before = dump(env.store)
     with env.client() as client:
         replay = client.post("/v1/agreements/a1/commands", json={"transition": "deliver", "role": "seller"},
-                             headers=_headers(env, "bob", "fund"))  # fmt: skip
+                             headers=headers(env, "bob", "fund"))  # fmt: skip
         problem = problem_of(replay, 409, "PW515")
         assert "event_id" not in problem and "a1/1" not in replay.text
         assert dump(env.store) == before
         # alice's own key on another agreement of hers is a new command there, not a1's result
         assert client.post("/v1/agreements", json={**OPEN_BODY, "id": "a2"}, headers=env.auth("alice")).status_code \
             == 201  # fmt: skip
-        other = client.post("/v1/agreements/a2/commands", json=FUND, headers=_headers(env, "alice", "fund"))
+        other = client.post("/v1/agreements/a2/commands", json=FUND, headers=headers(env, "alice", "fund"))
         assert (other.status_code, other.json()["event_id"], other.json()["replayed"]) == (201, "a2/1", False)
 
 
@@ -273,13 +152,13 @@ def test_a_party_bound_under_two_roles_acts_only_in_the_roles_it_holds(env: Env)
         doubled = {**OPEN_BODY, "id": "a3", "parties": {"buyer": "alice", "seller": "alice", "arbiter": "carol"}}
         assert client.post("/v1/agreements", json=doubled, headers=env.auth("alice")).status_code == 201
         assert client.post("/v1/agreements/a3/commands", json=FUND,
-                           headers=_headers(env, "alice", "f")).status_code == 201  # fmt: skip
+                           headers=headers(env, "alice", "f")).status_code == 201  # fmt: skip
         before = dump(env.store)
         deliver = {"transition": "deliver", "role": "seller"}
-        problem_of(client.post("/v1/agreements/a3/commands", json=deliver, headers=_headers(env, "alice", "d")),
+        problem_of(client.post("/v1/agreements/a3/commands", json=deliver, headers=headers(env, "alice", "d")),
                    403, "PW672")  # fmt: skip
         # bob holds seller, but a3 binds seller to alice and nothing to him: a3 is unknown to him
-        problem_of(client.post("/v1/agreements/a3/commands", json=deliver, headers=_headers(env, "bob", "d")),
+        problem_of(client.post("/v1/agreements/a3/commands", json=deliver, headers=headers(env, "bob", "d")),
                    404, "PW501")  # fmt: skip
         assert dump(env.store) == before
 
@@ -299,10 +178,10 @@ def test_the_clock_role_is_never_available_under_any_spelling(env: Env, role: st
             body = {"transition": "refund_undelivered", "role": role, "dry_run": dry_run}
             # An operator may see a1, so it is told which rule refuses it: the clock role (PW673), or a
             # spelling of it that is just another role it does not hold (PW672).
-            problem_of(client.post("/v1/agreements/a1/commands", json=body, headers=_headers(env, "ops", "t")),
+            problem_of(client.post("/v1/agreements/a1/commands", json=body, headers=headers(env, "ops", "t")),
                        403, code)  # fmt: skip
             # `tick` holds `scheduler` in the registry but a1 binds nothing to it: a1 is unknown to it.
-            problem_of(client.post("/v1/agreements/a1/commands", json=body, headers=_headers(env, "tick", "t")),
+            problem_of(client.post("/v1/agreements/a1/commands", json=body, headers=headers(env, "tick", "t")),
                        404, "PW501")  # fmt: skip
     assert dump(env.store) == before
 
@@ -455,7 +334,7 @@ def test_a_token_revoked_while_the_service_runs_stops_at_the_next_request(env: E
         for _ in range(4):
             problem_of(client.get("/v1/agreements/a1", headers=env.auth("alice")), 401, "PW671")
             problem_of(client.post("/v1/agreements/a1/commands", json={"transition": "cancel", "role": "buyer"},
-                                   headers=_headers(env, "alice", "after")), 401, "PW671")  # fmt: skip
+                                   headers=headers(env, "alice", "after")), 401, "PW671")  # fmt: skip
         assert dump(env.store) == before
         assert client.get("/v1/agreements/a1", headers={"Authorization": f"Bearer {fresh}"}).status_code == 200
 
@@ -465,8 +344,8 @@ def test_a_token_revoked_while_the_service_runs_stops_at_the_next_request(env: E
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_effect_id_path_tricks_never_reach_another_agreements_call(backend: str, tmp_path: Path) -> None:
-    with _support(tmp_path, backend) as (env, client, request):
-        _grant_ok(env, client, request)  # r1/2/e0 exists (prepared, not parked)
+    with support(tmp_path, backend) as (env, client, request):
+        grant_ok(env, client, request)  # r1/2/e0 exists (prepared, not parked)
         assert client.post("/v1/agreements", json={**SUPPORT_OPEN, "id": "r2"},
                            headers=env.auth("sam")).status_code == 201  # fmt: skip
         before = dump(env.store)
@@ -579,42 +458,3 @@ def test_unknown_wrong_and_revoked_tokens_answer_alike_in_body_and_time(backend:
               + f"; max/min {max(medians.values()) / min(medians.values()):.3f}")  # fmt: skip
     assert len(set().union(*bodies.values())) == 1, bodies  # one answer, byte for byte, for all three
     assert max(medians.values()) / min(medians.values()) < 1.5, medians
-
-
-# Four eyes by the registry: an approver need not be bound ------------------------------------------------
-
-
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_a_registry_approver_sees_and_grants_what_it_may_approve(backend: str, tmp_path: Path) -> None:
-    """Under `approvals 2 by refund_approver distinct`, pete (not bound, holds the role with a key) may see the
-    request and grant it; a support agent bound nowhere in it may not see it."""
-    from tests.test_four_eyes import PACT_ID, PARAMS, _store
-    from tests.test_four_eyes import PARTIES as FE_PARTIES
-
-    with contextlib.contextmanager(_store)(backend, tmp_path, True) as url:
-        with open_store(url) as store:
-            for party in ("sam", "stranger"):
-                add_party(store, party, "support_agent", None, T0)
-            tokens = {p: issue_token(store, p, T0).token for p in ("sam", "pete", "stranger")}
-        clock = TestClock(T0)
-        with TestClient(create_app(url, str(tmp_path / "ledger.sqlite"), clock=clock, threads=2),
-                        raise_server_exceptions=False) as client:  # fmt: skip
-            auth = {p: {"Authorization": f"Bearer {t}"} for p, t in tokens.items()}
-            opened = client.post("/v1/agreements", json={"pact_id": PACT_ID, "id": "r1", "params": PARAMS,
-                                                         "parties": FE_PARTIES}, headers=auth["sam"])  # fmt: skip
-            assert opened.status_code == 201, opened.text
-            clock.advance(10)
-            parked = client.post("/v1/agreements/r1/commands", json={"transition": "issue", "role": "support_agent"},
-                                 headers={**auth["sam"], "Idempotency-Key": "issue"})  # fmt: skip
-            assert parked.status_code == 202, parked.text
-            request = parked.json()["approval"]
-            assert [r["id"] for r in client.get("/v1/approvals", headers=auth["pete"]).json()["data"]] == [
-                request["id"]
-            ]
-            assert client.get(f"/v1/approvals/{request['id']}", headers=auth["pete"]).status_code == 200
-            assert client.get("/v1/approvals", headers=auth["stranger"]).json()["data"] == []
-            problem_of(client.get(f"/v1/approvals/{request['id']}", headers=auth["stranger"]), 404, "PW601")
-            granted = client.post(f"/v1/approvals/{request['id']}/grant", json={"proof": _proof("pete", request)},
-                                  headers=auth["pete"])  # fmt: skip
-            assert granted.status_code == 200, granted.text
-            assert granted.json()["request"]["status"] == "pending"
