@@ -51,6 +51,9 @@ STALE = "STALE_AGREEMENT_VERSION"
 # every row of a command is written and before its transaction commits.
 CRASH_ENV = "PACTWRIGHT_TEST_SUBMIT_CRASH_AT"
 MAX_KEY = 200
+# The scheduler's keys (runtime/scheduler.py): a command under one of them is the clock role's alone, so
+# no party can commit first under the key of a deadline and have the scheduler refused (PW515) forever.
+SCHEDULER_KEYS = "sched/"
 _NO_EFFECTS = effects.Tally()
 # Read right after the agreement's row is locked: the event committed under the idempotency key
 # (NULLs when the key is new) and the last evidence record (NULLs when there is none), one round
@@ -199,6 +202,10 @@ def _check(bundle: Bundle, agreement: Agreement, name: str, role: str, party: st
             raise _refuse("PW516", f"param `{key}` is not the agreement's value", field=f"params.{key}",
                           expected=agreement.params[key], found=value)  # fmt: skip
     return transition
+
+
+def _is_clock(bundle: Bundle, role: str) -> bool:
+    return any(r["name"] == role and r.get("clock") for r in bundle.doc["roles"])
 
 
 def _approval(transition: Mapping[str, Any], grant: Grant | None = None) -> str | None:
@@ -390,6 +397,9 @@ def run_in(store: Store, db: Backend, agreement_id: str, command: Command, now: 
     bundle, answers = rows.load_bundle_with(
         store, db, agreement, rows.EXECUTED, ((_AFTER_LOCK, (agreement_id, key, agreement_id)),)
     )
+    if key.startswith(SCHEDULER_KEYS) and not _is_clock(bundle, actor_role):
+        raise _refuse("PW519", f"idempotency keys starting with `{SCHEDULER_KEYS}` are reserved for the scheduler "
+                      "(the pact's clock role)", field="key", found=key)  # fmt: skip
     found = answers[0][0]
     head = rows.evidence_head(found[6], found[7])
     if found[0] is not None:

@@ -45,7 +45,7 @@ from pactwright.runtime._agreement import Agreement, Bundle, bundle_of
 from pactwright.runtime._command_effects import Tally, read_by_guard, tally
 from pactwright.runtime._evaluate import View, evaluate
 from pactwright.runtime.clock import Clock, SystemClock, epoch_seconds
-from pactwright.runtime.commands import submit
+from pactwright.runtime.commands import SCHEDULER_KEYS, submit
 from pactwright.runtime.store import Store
 from pactwright.runtime.store._backend import Backend
 from pactwright.runtime.store._migrations import RUNTIME_TABLES
@@ -56,7 +56,6 @@ __all__ = ["Due", "ScanResult", "deadline_of", "fire", "plan", "plan_all", "run"
 NORMAL_REFUSALS = frozenset({"PW509", "PW510", "PW511", "PW512", "PW513"})
 # Of those, the ones that say the agreement changed since it was read: nothing else is tried on that read.
 _SUPERSEDED = frozenset({"PW509", "PW510", "PW511"})
-KEY_PREFIX = "sched"
 # A bound `now` is compared with, read from a top-level conjunct: `now >= X`, `now > X`, `X <= now`, `X < now`.
 _LOWER_BOUND = {(">=", 0), (">", 0), ("<=", 1), ("<", 1)}
 
@@ -184,7 +183,7 @@ def plan_all(bundle: Bundle, agreement: Agreement, now: int, seen: Tally | None 
                 transition=str(spec["id"]),
                 role=role,
                 party=agreement.parties[role],
-                key=f"{KEY_PREFIX}/{spec['id']}/{cell}{suffix}",
+                key=f"{SCHEDULER_KEYS}{spec['id']}/{cell}{suffix}",
                 expect_version=agreement.version,
                 deadline=deadline,
             )

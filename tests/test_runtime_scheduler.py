@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from pactwright.runtime import TestClock, show, submit
+from pactwright.errors import PactwrightError
+from pactwright.runtime import TestClock, open_agreement, show, submit
 from pactwright.runtime.scheduler import plan, scan
 from pactwright.runtime.store import open_store
 from tests.signed_bundles import dump
@@ -170,3 +171,57 @@ def test_a_bad_interval_and_a_missing_store_are_clear_errors(
     code, _, err = _cli("scheduler", "--store", str(tmp_path / "none.db"), "--interval", "0", capsys=capsys)
     assert code == 2 and err.startswith("error[PW001]")
     assert not (tmp_path / "none.db").exists()
+
+
+NOTE_THEN_EXPIRE = """\
+pact "att.note_then_expire" version "1.0.0"
+currency EUR scale 2
+role buyer
+clock timer
+state placed initial
+state funded
+state noted
+state done final
+transition fund: placed -> funded {
+  by buyer
+  stamp funded_at
+}
+transition note: funded -> noted {
+  by buyer
+}
+transition expire: funded, noted -> done {
+  by timer
+  when now >= funded_at + 1d
+}
+property funded_ends: reached(funded) leads_to final
+"""
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_party_cannot_take_the_schedulers_key_for_a_deadline(backend: str, tmp_path: Path) -> None:
+    """The scheduler's keys (`sched/...`) are the clock role's alone.
+
+    Once broken: the buyer committed `note` under `sched/expire/DEADLINE`,
+    the scheduler's key for `expire`; at the deadline the scheduler's
+    `expire` met that key with another payload (PW515) on every scan, so
+    `funded_ends` (which the verifier says holds) never came true.
+    """
+    from tests.test_liveness_attacks import DAY, _store
+    from tests.test_liveness_attacks import T0 as START
+
+    deadline = START + DAY
+    with _store(NOTE_THEN_EXPIRE, tmp_path, backend=backend) as (store, report):
+        assert report["properties"][0]["verdict"] == "holds"
+        open_agreement(store, "att.note_then_expire", {}, {"buyer": "bea"}, agreement_id="a1",
+                       clock=TestClock(START))  # fmt: skip
+        submit(store, "a1", "fund", "buyer", "bea", "fund", clock=TestClock(START))
+        before = store.dump()
+        for key in (f"sched/expire/{deadline}", "sched/anything", "sched/"):
+            with pytest.raises(PactwrightError) as refused:
+                submit(store, "a1", "note", "buyer", "bea", key, clock=TestClock(START + 10))
+            assert refused.value.code == "PW519" and "reserved" in refused.value.message
+        assert store.dump() == before
+        submit(store, "a1", "note", "buyer", "bea", "Sched/expire", clock=TestClock(START + 10))  # only the prefix
+        result = scan(store, TestClock(deadline + 5))
+        assert result.committed == ["a1/3"] and result.due[0].key == f"sched/expire/{deadline}"
+        assert show(store, "a1").agreement.state == "done"
