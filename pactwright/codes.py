@@ -214,6 +214,7 @@ CODES: dict[str, str] = {
     "PW527": "command depends on an effect parked for reconciliation",
     "PW528": "limit across agreements reached",
     "PW529": "limit usage row unreadable",
+    "PW530": "a call of this call site is still in flight",
     # PW550-PW579: the durable ledger
     "PW550": "ledger cannot be opened",
     "PW551": "ledger schema unknown to this release",

@@ -35,18 +35,19 @@ from typing import Any
 
 from pactwright.errors import CommandError
 from pactwright.money import format_money
-from pactwright.protocol import OUTCOME_PHASES, PHASE_NAMES
+from pactwright.protocol import ON_FAILED, OUTCOME_PHASES, PHASE_NAMES, TERMINAL
 from pactwright.runtime._agreement import Agreement, Bundle
 from pactwright.runtime.effect_payload import PlannedCall
 from pactwright.runtime.store._backend import Backend
 
-__all__ = ["HAPPENED", "PARKED", "Tally", "check_budgets", "check_dependencies", "read_by_guard", "referenced",
-           "tally", "write_calls"]  # fmt: skip
+__all__ = ["HAPPENED", "PARKED", "Tally", "check_budgets", "check_dependencies", "check_in_flight", "read_by_guard",
+           "referenced", "settled", "tally", "write_calls"]  # fmt: skip
 
 HAPPENED = frozenset({"acknowledged", "reconciled_recovered", "compensation_required", "compensated"})
 PARKED = frozenset({"needs_reconciliation"})
 ABANDONED = "EFFECT_ABANDONED_UNCERTAIN"
 PARKED_NAME = "EFFECT_OUTCOME_PARKED"
+IN_FLIGHT = "EFFECT_IN_FLIGHT"
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,8 @@ class Tally:
     parked: frozenset[str] = frozenset()
     # Per outcome function (`acknowledged`...): the effects whose latest call at some call site stands in it.
     outcomes: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    # The call sites (transition, call index) whose latest call has no outcome yet (`IN_FLIGHT`).
+    in_flight: frozenset[tuple[str, int]] = frozenset()
 
 
 def tally(db: Backend, agreement_id: str) -> Tally:
@@ -84,29 +87,65 @@ def tally(db: Backend, agreement_id: str) -> Tally:
             abandoned.add(name)
         if phase in PARKED or int(quarantined):
             parked.add(name)
-    return Tally(calls, carried, applied, totals, frozenset(abandoned), frozenset(parked), _outcomes(db, agreement_id))
+    outcomes, in_flight = _latest(db, agreement_id)
+    return Tally(calls, carried, applied, totals, frozenset(abandoned), frozenset(parked), outcomes, in_flight)
 
 
 _OUTCOME_OF = {PHASE_NAMES[phase]: op for op, phase in OUTCOME_PHASES.items()}
+# Where a call stands settled (pactwright.protocol: a terminal phase, or `failed` under a strategy that
+# never repeats it); `cancelled` was never sent. Any other phase (`dispatched`, the runtime's own step
+# between claim and send, included) is in flight.
+_SETTLED = frozenset({*(PHASE_NAMES[p] for p in TERMINAL), "cancelled"})
+_FAILED_FOR_GOOD = frozenset(strategy for strategy, then in ON_FAILED.items() if then is None)
 
 
-def _outcomes(db: Backend, agreement_id: str) -> dict[str, frozenset[str]]:
-    """Per outcome function, the effects for which it holds: the latest call at each call site decides."""
-    latest: dict[tuple[str, int], tuple[int, str, str]] = {}
-    for effect, phase, seq, index, transition in db.query(
-        "SELECT f.effect, f.phase, f.event_seq, f.call_index, e.transition FROM effects f "
+def settled(phase: str, strategy: str) -> bool:
+    """Whether a call in `phase` (a runtime phase name) under `strategy` has its outcome, for good."""
+    return phase in _SETTLED or (phase == "failed" and strategy in _FAILED_FOR_GOOD)
+
+
+def _latest(db: Backend, agreement_id: str) -> tuple[dict[str, frozenset[str]], frozenset[tuple[str, int]]]:
+    """Per outcome function, the effects for which it holds, and the call sites in flight: the latest
+    call at each call site decides both."""
+    latest: dict[tuple[str, int], tuple[int, str, str, str]] = {}
+    for effect, phase, seq, index, strategy, transition in db.query(
+        "SELECT f.effect, f.phase, f.event_seq, f.call_index, f.strategy, e.transition FROM effects f "
         "JOIN events e ON e.agreement_id = f.agreement_id AND e.seq = f.event_seq "
         "WHERE f.agreement_id = ? AND f.compensates IS NULL",
         (agreement_id,),
     ):
         site = (str(transition), int(index))
         if site not in latest or int(seq) > latest[site][0]:
-            latest[site] = (int(seq), str(effect), str(phase))
+            latest[site] = (int(seq), str(effect), str(phase), str(strategy))
     out: dict[str, set[str]] = {op: set() for op in OUTCOME_PHASES}
-    for _, effect, phase in latest.values():
+    in_flight: set[tuple[str, int]] = set()
+    for site, (_, effect, phase, strategy) in latest.items():
         if phase in _OUTCOME_OF:
             out[_OUTCOME_OF[phase]].add(effect)
-    return {op: frozenset(names) for op, names in out.items()}
+        if not settled(phase, strategy):
+            in_flight.add(site)
+    return {op: frozenset(names) for op, names in out.items()}, frozenset(in_flight)
+
+
+def check_in_flight(transition: Mapping[str, Any], seen: Tally) -> None:
+    """Refuse (PW530) a command of a transition whose own call site still has a call with no outcome.
+
+    The runtime keeps one call in flight per call site, as the verifier's
+    model does: a second call from the same `call E` while the first one's
+    outcome is unknown would leave two outcomes for one site (and two
+    payments in flight for one instalment). The command is refused, and
+    commits once the worker settles the earlier call.
+    """
+    for index, call in enumerate(transition.get("effects") or ()):
+        if (str(transition["id"]), index) in seen.in_flight:
+            raise CommandError(
+                f"{IN_FLIGHT}: `{transition['id']}` calls `{call['effect']}`, and the call it made before at that "
+                "call site has no outcome yet",
+                code="PW530",
+                field="effect",
+                found=str(call["effect"]),
+                hint="retry once the effect worker settles it (`pactwright effects list`)",
+            )
 
 
 _READS = frozenset({"applied", "total", *OUTCOME_PHASES})  # what a guard may read of an effect

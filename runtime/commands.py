@@ -6,7 +6,8 @@ stored result, then checks, in this order: the transition exists, the
 actor's role may invoke it and the party holds that role, the expected
 version, the agreement is not final and is in a source state, the command's
 params agree with the agreement's, no effect it depends on is parked or
-abandoned, the guard holds at the trusted time, no call is above its
+abandoned, none of its own call sites has a call still in flight (the
+worker settles one call per call site at a time), the guard holds at the trusted time, no call is above its
 ceiling and the budgets hold. It then runs the bundle's ledger program
 with the runtime's Numscript interpreter against the agreement's OWN
 balances (so a command that would take a non-external account below zero is
@@ -17,7 +18,7 @@ granted is parked as an approval request with its preview
 (runtime/approvals.py); otherwise the event, the outbox rows with the
 expected postings, the effect rows, the new state, the idempotency key and
 an evidence record are committed together. Every refusal is a
-`CommandError` (PW501-PW527, PW603) raised before anything is written.
+`CommandError` (PW501-PW528, PW530, PW603) raised before anything is written.
 """
 
 from __future__ import annotations
@@ -422,6 +423,7 @@ def run_in(store: Store, db: Backend, agreement_id: str, command: Command, now: 
     if effects.referenced(spec):
         seen = effects.tally(db, agreement_id)
         effects.check_dependencies(spec, seen)
+        effects.check_in_flight(spec, seen)
     else:  # depends on no effect: nothing to tally, and no dependency to be abandoned
         seen = _NO_EFFECTS
     view = agreement.view(bundle, now, seen.applied, seen.totals, seen.outcomes)

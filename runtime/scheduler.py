@@ -53,7 +53,7 @@ from pactwright.runtime.store._migrations import RUNTIME_TABLES
 __all__ = ["Due", "ScanResult", "deadline_of", "fire", "plan", "plan_all", "run", "scan"]
 
 # Refusals that mean "someone else acted first" or "not yet": counted, not failures.
-NORMAL_REFUSALS = frozenset({"PW509", "PW510", "PW511", "PW512", "PW513"})
+NORMAL_REFUSALS = frozenset({"PW509", "PW510", "PW511", "PW512", "PW513", "PW530"})
 # Of those, the ones that say the agreement changed since it was read: nothing else is tried on that read.
 _SUPERSEDED = frozenset({"PW509", "PW510", "PW511"})
 # A bound `now` is compared with, read from a top-level conjunct: `now >= X`, `now > X`, `X <= now`, `X < now`.

@@ -70,8 +70,8 @@ def source(strategy: str) -> bytes:
     """support_refund with `refund_payment`'s strategy set to `strategy`.
 
     `repeatable`: reconcilable, and `issue` may refund twice (max_calls 3);
-    `twice`: the same with max_calls 1, which the verifier refuses and the
-    runtime enforces (PW523); `tight`: repeatable with `max_tool_calls 2`.
+    `twice`: the same with max_calls 1, whose second refund the verifier's
+    model and the runtime both refuse at commit (PW523); `tight`: repeatable with `max_tool_calls 2`.
     """
     text = SUPPORT.read_bytes()
     if strategy in ("repeatable", "twice", "tight"):
@@ -205,3 +205,17 @@ def issue_again(store: Store, agreement_id: str, key: str, at: int) -> Any:
     result = grant(store, parked.approval, at)
     assert result.status == "committed", result
     return result
+
+
+def settle_calls(store: Store, directory: Path, at: int) -> None:
+    """Every call made so far delivered to a provider simulator that acknowledges it (the worker drained).
+
+    A call site holds one call in flight (PW530): a test that fires `issue` again settles the first call.
+    """
+    from pactwright.runtime.effect_http import Credentials, HttpAdapter, load_providers
+    from pactwright.runtime.effect_worker import EffectWorker
+    from pactwright.runtime.provider_sim import start_simulator
+
+    with start_simulator() as sim:
+        adapter = HttpAdapter(load_providers(providers_file(directory, sim.url)), Credentials())
+        EffectWorker(store, adapter, TestClock(at)).drain()

@@ -25,7 +25,7 @@ from pactwright.runtime.effect_ops import abandon, list_effects, reconcile
 from pactwright.runtime.effect_worker import EffectStep, EffectWorker
 from pactwright.runtime.provider_sim import Simulator, start_simulator
 from pactwright.runtime.store import Store, open_store
-from tests.effect_env import NOTIFY_URL, T0, issued, providers_file, refund_store, report
+from tests.effect_env import NOTIFY_URL, T0, issued, providers_file, refund_store, report, settle_calls
 from tests.signed_bundles import BACKENDS
 
 
@@ -199,9 +199,11 @@ def _register(store: Store, party: str, role: str) -> None:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_max_calls_refuses_before_anything_is_written(backend: str, tmp_path: Path) -> None:
-    assert report("twice")["verdict"] == "fail"  # the verifier flags the second refund; the runtime refuses it
-    with refund_store(backend, tmp_path, "twice", past_activation=True) as url, open_store(url) as store:
+    # The verifier refuses the second refund at commit, as the runtime does (once it flagged it instead).
+    assert report("twice")["verdict"] == "pass"
+    with refund_store(backend, tmp_path, "twice") as url, open_store(url) as store:
         issued(store)
+        settle_calls(store, tmp_path, T0 + 30)  # the first refund settled: its call site is free again
         before = store.dump()
         with pytest.raises(CommandError) as refused:
             submit(store, "r1", "issue", "support_agent", "sam", "issue-2", clock=TestClock(T0 + 40))
@@ -260,6 +262,7 @@ def test_the_budget_ceiling_and_tool_calls_refuse_before_anything_is_written(bac
     big = {"amount": "300.00", "order_id": "ORD-3003", "reason": "wrong_item"}
     with refund_store(backend, tmp_path, "repeatable") as url, open_store(url) as store:
         issued(store, "r1", big)  # 300.00 carried; a second 300.00 would carry 600.00 > the budget's 500.00
+        settle_calls(store, tmp_path, T0 + 30)
         before = store.dump()
         with pytest.raises(CommandError) as ceiling:
             submit(store, "r1", "issue", "support_agent", "sam", "issue-2", clock=TestClock(T0 + 40))
@@ -267,6 +270,7 @@ def test_the_budget_ceiling_and_tool_calls_refuse_before_anything_is_written(bac
     (tmp_path / "tight").mkdir()
     with refund_store(backend, tmp_path / "tight", "tight") as url, open_store(url) as store:
         issued(store, "r1")  # read_order + refund_payment: the budget's two calls
+        settle_calls(store, tmp_path / "tight", T0 + 30)
         before = store.dump()
         with pytest.raises(CommandError) as tools:
             submit(store, "r1", "issue", "support_agent", "sam", "issue-2", clock=TestClock(T0 + 40))

@@ -55,7 +55,7 @@ from pactwright.runtime.parties import add_party
 from pactwright.runtime.provider_sim import Simulator, start_simulator
 from pactwright.runtime.store import Store, open_store
 from pactwright.signing import sign_statement
-from tests.effect_env import PARAMS, T0, issued, providers_file, refund_store
+from tests.effect_env import PARAMS, T0, issued, providers_file, refund_store, settle_calls
 from tests.signed_bundles import BACKENDS, dump
 from tests.test_approval_previews import _park, key, proof, public
 from tests.test_runtime_approvals import _store
@@ -540,8 +540,9 @@ def test_a_quarantined_refund_blocks_what_depends_on_it(backend: str, tmp_path: 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_dry_run_over_budget_is_refused_and_writes_nothing(backend: str, tmp_path: Path) -> None:
-    with refund_store(backend, tmp_path, "twice", past_activation=True) as url, open_store(url) as store:
+    with refund_store(backend, tmp_path, "twice") as url, open_store(url) as store:
         issued(store)
+        settle_calls(store, tmp_path, T0 + 30)  # the first refund settled: its call site is free again
         _refused(
             url,
             "PW523",

@@ -63,15 +63,28 @@ def _verify(source: str, **bounds: int) -> dict[str, Any]:
 @contextmanager
 def _store(source: str, directory: Path, verdict: str = "pass", backend: str = "sqlite"
            ) -> Iterator[tuple[Any, dict[str, Any]]]:  # fmt: skip
-    """A store running the policy as `build` verified it (with the `verdict` given), and that report."""
+    """A store running the policy as `build` verified it (with the `verdict` given), and that report.
+
+    `verdict="incomplete"`: built with `--allow-incomplete` (a signable bounded result); `"fail"`:
+    recorded past activation's refusal of the failing report (`_convicted_store`), to run what the
+    verifier convicted.
+    """
     from pactwright.runtime.activation import FixedClock, activate_files
     from pactwright.runtime.store import open_store
 
-    bundle, found = sb.compile_verified(source.encode(), "attack.pact")
-    assert found == verdict
+    if verdict == "fail":
+        from tests.test_verifier_attacks_1_1 import _convicted_store
+
+        report: dict[str, Any] = {}
+        with _convicted_store(source, directory, backend, report) as store:
+            yield store, report
+        return
+    bundle, found = sb.compile_verified(source.encode(), "attack.pact", allow_incomplete=verdict == "incomplete")
+    report = json.loads(bundle["report.json"])
+    assert (found, report["complete"]) == (("pass", False) if verdict == "incomplete" else (verdict, True))
     with sb.temporary_store(backend, directory) as url, open_store(url) as store:
         activate_files(store, sb.sign(bundle), sb.default_trust(), clock=FixedClock(datetime.fromisoformat(sb.NOW)))
-        yield store, json.loads(bundle["report.json"])
+        yield store, report
 
 
 def _scan_for_days(store: Any) -> list[dict[str, Any]]:
@@ -275,17 +288,18 @@ property sent_ends: reached(sent) leads_to final
 )
 
 
-def test_a_budget_refusal_makes_the_property_incomplete_not_holds(tmp_path: Path) -> None:
-    """Once broken: `sent_ends` was `holds` while every scan's `finish` failed PW524 and the run stayed `sent`."""
+def test_a_budget_refusal_is_a_violation_the_lasso_names(tmp_path: Path) -> None:
+    """Once broken: `sent_ends` was `holds` while every scan's `finish` failed PW524 and the run stayed `sent`.
+
+    Then the property was `incomplete` (budgets were not modelled); now the explorer counts calls
+    against the budget as the runtime does, and the property is violated by the runtime's own run.
+    """
     from pactwright.runtime import TestClock, open_agreement, show, submit
     from pactwright.runtime.effect_http import Credentials, HttpAdapter, load_providers
     from pactwright.runtime.effect_worker import EffectWorker
     from pactwright.runtime.provider_sim import start_simulator
 
-    # Only a passing bundle is activated: the runtime runs the policy without its property, which shows
-    # the refusal the verifier now declines to rule out.
-    runnable = BUDGET.replace("property sent_ends: reached(sent) leads_to final\n", "")
-    with _store(runnable, tmp_path) as (store, _), start_simulator() as sim:
+    with _store(BUDGET, tmp_path, verdict="fail") as (store, report), start_simulator() as sim:
         routes = tmp_path / "providers.toml"
         routes.write_text(f'[destination."https://api.example.com/notify"]\nendpoint = "{sim.url}/notify"\n')
         open_agreement(store, "att.budget_tool_calls", {"order_id": "ORD-1"}, {"buyer": "bea"}, agreement_id="a1",
@@ -296,12 +310,12 @@ def test_a_budget_refusal_makes_the_property_incomplete_not_holds(tmp_path: Path
         state = show(store, "a1").agreement.state
     # The runtime refuses `finish` for good (max_tool_calls 1 is spent by `send`) ...
     assert all([f["code"] for f in s["failures"]] == ["PW524"] for s in scans) and state == "sent"
-    # ... and the verifier, which does not count calls against the budget, no longer says the property holds.
-    report = _verify(BUDGET)
-    assert report["verdict"] != "pass"
+    # ... and the verifier finds that run: a stop in `sent` where `finish` is refused for the budget.
     entry = _entry(report, "sent_ends")
-    assert entry["verdict"] == "incomplete", entry
-    assert "budget's `max_tool_calls`" in entry["method"] and "PW524" in entry["method"]
+    assert entry["verdict"] == "violated" and report["verdict"] == "fail", entry
+    assert entry["lasso"]["last_state"] == "sent" and entry["lasso"]["late"] is None
+    assert entry["lasso"]["refused"] == ["`finish` by timer: refused at commit (PW524, call number 2 passes the "
+                                         "budget's max_tool_calls 1)"]  # fmt: skip
 
 
 # -- a lasso that describes itself wrongly --------------------------------------------------
@@ -347,8 +361,8 @@ def test_a_lasso_stopped_by_a_commit_refusal_says_so_and_names_no_closed_window(
     lasso = _entry(_verify(FUNDS), "funded_ends")["lasso"]
     assert lasso["late"] is None
     assert lasso["refused"] == [
-        "`release` by timer: does not commit for these param values (its guard is false for them, or the runtime "
-        "refuses it at commit: funds, a ceiling)"
+        "`release` by timer: refused at commit (`release` is enabled but the runtime refuses it at commit: "
+        "`escrow` would go below zero)"
     ]
 
 

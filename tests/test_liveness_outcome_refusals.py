@@ -86,3 +86,36 @@ def test_a_guard_reading_abandoned_is_refused_only_while_parked() -> None:
     assert explorer.outcome_refusal(tuple(block), index["close_after_abandon"]) is None
     block[explorer.layout.phase + site] = Phase.NEEDS_RECONCILIATION
     assert explorer.outcome_refusal(tuple(block), index["close_after_abandon"]) == ("PW527", "refund_payment")
+
+
+@pytest.mark.parametrize("path", POLICIES, ids=lambda p: p.name)
+def test_a_call_site_is_in_flight_for_the_model_exactly_when_the_runtime_says(path: Path) -> None:
+    """One call in flight per call site: the model has no command while a site of its transition is not
+    idle (`Explorer._idle`), and the runtime refuses it PW530 while the latest call there is not
+    `settled`. For every call site of every policy and every phase, the two agree; the runtime's own
+    phases (`dispatched`: sent, no answer yet; `cancelled`: never sent) are in flight and settled."""
+    from pactwright.protocol import PHASE_NAMES
+    from pactwright.runtime._command_effects import check_in_flight, settled
+
+    result = check_bytes(path.read_bytes())
+    assert result.candidate is not None
+    files = dict(compile_candidate(result.candidate, result.source_map, path.name))
+    explorer = Explorer(load_model(load_json(files["model.json"])), Bounds())
+    table = {t["id"]: t for t in load_json(files["transitions.json"])["transitions"]}
+    block = explorer.initial_states()[0][1 : 1 + explorer.layout.width]
+    for site in explorer.model.sites:
+        transition = explorer.model.transitions[site.transition]["id"]
+        index = [s.index for s in explorer.model.sites if s.transition == site.transition].index(site.index)
+        for phase in Phase:
+            state = list(block)
+            state[explorer.layout.phase + site.index] = phase
+            idle = explorer._idle(tuple(state), site.index)
+            assert idle == settled(PHASE_NAMES[phase], site.strategy), (transition, site.effect, phase)
+            seen = Tally(in_flight=frozenset() if idle else frozenset({(transition, index)}))
+            if idle:
+                check_in_flight(table[transition], seen)
+            else:
+                with pytest.raises(CommandError) as refused:
+                    check_in_flight(table[transition], seen)
+                assert (refused.value.code, refused.value.found) == ("PW530", site.effect)
+        assert not settled("dispatched", site.strategy) and settled("cancelled", site.strategy)

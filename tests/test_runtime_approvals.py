@@ -32,6 +32,7 @@ import pytest
 from pactwright.runtime import SubmitResult, TestClock, open_agreement, payload_digest, show, submit
 from pactwright.runtime.activation import FixedClock, activate_files
 from pactwright.runtime.store import Store, open_store
+from tests.effect_env import settle_calls
 from tests.signed_bundles import BACKENDS, NOW, compile_verified, default_trust, dump, sign, temporary_store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -168,12 +169,13 @@ def test_a_granted_approval_commits_and_is_consumed_by_that_event(url: str) -> N
         assert _approvals(store) == {approval_id: (result.event_id, T0 + 20)}
 
 
-def test_an_approval_is_used_once(repeat_url: str) -> None:
+def test_an_approval_is_used_once(repeat_url: str, tmp_path: Path) -> None:
     url = repeat_url
     with open_store(url) as store:
         _assessed(store)
         first = grant(store, _refused(store, url, key="issue-1"))
         assert first.state == "assessed" and len(_approvals(store)) == 1
+        settle_calls(store, tmp_path, T0 + 25)  # the first refund settled: its call site is free again
         # Same payload, new key, agreement still in `assessed`: the consumed approval does not count.
         parked = _refused(store, url, key="issue-2")
         second = grant(store, parked, at=T0 + 30)

@@ -81,10 +81,11 @@ READ_FAULT = ("needs a lost request or response of a read (`egress GET`): the pr
 
 # Differences the runtime shows by design, documented in docs/effects.md. A path that shows one is compared
 # step by step up to where it shows; `KNOWN` pins which paths show which, exactly.
-MAX_CALLS = "max_calls is an invariant in the verifier (`effect_max_calls`) and a refusal at commit (PW523) here"
 DEPENDS = ("the runtime refuses a command that depends on an effect whose outcome is unknown (PW526 abandoned, "
            "PW527 parked); the verifier's model lets it commit")  # fmt: skip
-COMMIT_DIFFERENCES = {"PW523": MAX_CALLS, "PW526": DEPENDS, "PW527": DEPENDS}
+# Budgets (PW523-PW525) and one call in flight per call site (PW530) are refusals at commit in both: a
+# verifier path never meets one in the runtime.
+COMMIT_DIFFERENCES = {"PW526": DEPENDS, "PW527": DEPENDS}
 
 FAULTED = (("dispatch", "prepared, not happened"), *((f"fault {f}", "prepared, not happened") for f in FAULTS),
            ("runtime", "uncertain, happened"), ("runtime", "uncertain, not happened"))  # fmt: skip
@@ -164,8 +165,6 @@ KNOWN: Known = {
         frozenset({LOST_WRITE}),
     ("retry_non_idempotent.bug.pact", "counterexample 1 (effect_applied_once, effect_max_calls, payout_at_most_once)"):
         frozenset({LOST_WRITE}),
-    # The second voucher: the verifier commits `goodwill` and flags `effect_max_calls`; the runtime refuses it.
-    ("second_call_site.bug.pact", "counterexample 1 (effect_max_calls, voucher_at_most_once)"): frozenset({MAX_CALLS}),
     # The booking's answer is lost: `once` abandons it, so the runtime never counts it.
     (PROBE_EGRESS, "counterexample 1 (booked_parcels_are_paid)"): frozenset({LOST_WRITE}),
     (PROBE_EGRESS, "covers `fault lost_request` on `capture_payment` of `ship` (prepared, not happened)"):

@@ -297,10 +297,11 @@ def test_a_liveness_run_cut_by_the_bound_is_never_reported_as_holding(source: st
 
 
 @contextmanager
-def _convicted_store(source: str, directory: Path) -> Iterator[Any]:
+def _convicted_store(source: str, directory: Path, backend: str = "sqlite",
+                     report: dict[str, Any] | None = None) -> Iterator[Any]:  # fmt: skip
     """A store running exactly the policy the verifier convicted: activation refuses the failing report
     (PW459), as it must, so the bundle is then recorded with `activate`, which skips only that check
-    (as tests/test_runtime_vs_verifier.py does)."""
+    (as tests/test_runtime_vs_verifier.py does). `report`, when given, receives the report."""
     from datetime import datetime
 
     from pactwright.canonical import hash_bytes, load_json
@@ -312,9 +313,11 @@ def _convicted_store(source: str, directory: Path) -> Iterator[Any]:
 
     bundle, verdict = sb.compile_verified(source.encode(), "attack.pact")
     assert verdict == "fail"
+    if report is not None:
+        report.update(load_json(bundle["report.json"]))
     files = sb.sign(bundle)
     clock = FixedClock(datetime.fromisoformat(sb.NOW))
-    with sb.temporary_store("sqlite", directory) as url, open_store(url) as store:
+    with sb.temporary_store(backend, directory) as url, open_store(url) as store:
         with pytest.raises(Refusal) as refused:
             activate_files(store, files, sb.default_trust(), clock=clock)
         assert refused.value.code == "PW459"

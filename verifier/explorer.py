@@ -104,6 +104,11 @@ class Layout:
     approvals: int
     accounts: int
     zone_size: int = 0
+    # Budgets the runtime enforces at commit: per effect (`Explorer.counted`), the calls made so far
+    # (compensations and cancelled calls aside, as runtime/_command_effects.py `tally` counts them);
+    # and, with a budget `ceiling`, one slot for the money all those calls carried.
+    counters: int = 0
+    carry: int = 0
 
     # block[0] control state, block[1] choice of text samples, block[2] path condition id
 
@@ -159,8 +164,16 @@ class Layout:
         return self.balances + self.accounts
 
     @property
-    def width(self) -> int:
+    def made(self) -> int:
         return self.reached + 1
+
+    @property
+    def carried_all(self) -> int:
+        return self.made + self.counters
+
+    @property
+    def width(self) -> int:
+        return self.carried_all + self.carry
 
 
 @dataclass
@@ -217,6 +230,17 @@ class Explorer:
         self.param_values, self.symbolic_params = self._param_values(pinned)
         self.symbolic = bool(self.symbolic_params)
         self.zones = Zones(len(model.stamps), model.clock_maxima)
+        # Budgets (runtime/_command_effects.py `check_budgets`): each effect's `max_calls` (PW523) and the
+        # budget's `max_tool_calls` (PW524) count calls made, its `ceiling` (PW525) the money they carried.
+        budget = model.budget or {}
+        tool_calls, ceiling = budget.get("max_tool_calls"), budget.get("ceiling")
+        self.max_tool_calls: int | None = None if tool_calls is None else int(tool_calls)
+        self.budget_ceiling: int | None = None if ceiling is None else int(ceiling)
+        counting = self.max_tool_calls is not None or any(x.max_calls is not None for x in model.sites)
+        self.counted = sorted({x.effect for x in model.sites}) if counting else []
+        self.counter_of = {effect: k for k, effect in enumerate(self.counted)}
+        # Set by the liveness report to learn why an enabled command made no move (`blocked`).
+        self.recording: dict[tuple[State, int], str] | None = None
         self.layout = Layout(
             stamps=len(model.stamps),
             transitions=len(model.transitions),
@@ -224,6 +248,8 @@ class Explorer:
             approvals=len(_approval_tokens(model)),
             accounts=len(model.accounts),
             zone_size=self.zones.size,
+            counters=len(self.counted),
+            carry=1 if self.budget_ceiling is not None and model.sites else 0,
         )
         compiler = ExpressionCompiler(model, self.space if self.symbolic else None)
         self.compiler = compiler
@@ -273,7 +299,6 @@ class Explorer:
             (f"limit:{lim['name']}", int(lim["max"]), [x.index for x in model.sites if x.effect == lim["effect"]])
             for lim in model.limits
         ]
-        self.reentry_warned = False
         self.warnings: list[str] = []
         # Off while a counterexample is re-simulated, so agreement numbers stay put.
         self.symmetry = True
@@ -593,14 +618,10 @@ class Explorer:
         lay = self.layout
         space = self.space
         ctrl = block[0]
-        busy = [s for s in self.sites_of[t] if not self._idle(block, s)]
-        if busy:
-            if not self.reentry_warned:
-                self.reentry_warned = True
-                self.warnings.append(
-                    f"transition `{self.model.transitions[t]['id']}` can fire again while its effect is in flight; "
-                    "those re-entries were not explored"
-                )
+        # The runtime keeps one call in flight per call site (PW530, `check_in_flight`): a command whose
+        # own call site still has a call with no outcome waits for the worker to settle it.
+        if any(not self._idle(block, s) for s in self.sites_of[t]):
+            self._blocked(block, t, "PW530, its call site still has a call in flight")
             return
         # An effect amount above its ceiling: the runtime refuses the command before policy.
         within: Formula = True
@@ -613,10 +634,19 @@ class Explorer:
             if site.ceiling is not None and amount_fn is not None:
                 within = space.conj(within, space.compare("<=", value, site.ceiling))
         if within is False:
+            self._blocked(block, t, "PW522, a call would carry more than its effect's ceiling")
             return
         if within is not True:
             refined = space.refine(pc, within)
             if refined is None:
+                self._blocked(block, t, "PW522, a call would carry more than its effect's ceiling")
+                return
+            pc = refined
+        over, why_over = self._over_budget(block, t, carried)
+        if over is not False:
+            refined = None if over is True else space.refine(pc, space.negate(over))
+            if refined is None:
+                self._blocked(block, t, why_over)
                 return
             pc = refined
         # At commit the runtime refuses a command whose amount is undefined or negative (the
@@ -670,6 +700,10 @@ class Explorer:
             new[lay.phase + s] = Phase.PREPARED
             new[lay.happened + s] = 0
             new[lay.carried + s] = value
+            if self.counted:
+                new[lay.made + self.counter_of[self.model.sites[s].effect]] += 1
+            if lay.carry and value is not None:
+                new[lay.carried_all] = new[lay.carried_all] + value
         if slot is not None:
             for k in self.approval_tokens[t]:
                 new[lay.tokens + k] = 2  # consumed: approved(t) holds from now on
@@ -679,6 +713,45 @@ class Explorer:
         if self.final[ctrl] and self.postings[t]:
             edge = "no_posting_after_final"
         yield move, tuple(new), 0, edge
+
+    def _over_budget(self, block: State, t: int, carried: list[Any]) -> tuple[Formula, str]:
+        """Where the runtime refuses a command of `t` for its budgets (`check_budgets`), and why.
+
+        In the runtime's order: an effect's `max_calls` (PW523), the budget's
+        `max_tool_calls` (PW524), both counting calls made so far plus this
+        command's; then the budget's `ceiling` (PW525) over the money those
+        calls carry. Counts are exact numbers; the money may be a symbol.
+        """
+        sites = self.sites_of[t]
+        if not sites:
+            return False, ""
+        lay = self.layout
+        if self.counted:
+            adding: dict[str, int] = {}
+            for s in sites:
+                effect = self.model.sites[s].effect
+                adding[effect] = adding.get(effect, 0) + 1
+            for effect, count in sorted(adding.items()):
+                limit = self.model.effects[effect].get("max_calls")
+                made = block[lay.made + self.counter_of[effect]] + count
+                if limit is not None and made > int(limit):
+                    return True, f"PW523, a call of `{effect}` number {made} passes its max_calls {limit}"
+            total = sum(block[lay.made : lay.made + lay.counters]) + len(sites)
+            if self.max_tool_calls is not None and total > self.max_tool_calls:
+                return True, f"PW524, call number {total} passes the budget's max_tool_calls {self.max_tool_calls}"
+        if lay.carry and self.budget_ceiling is not None:
+            value: Any = block[lay.carried_all]
+            for amount in carried:  # an undefined amount carries nothing, as the runtime counts it
+                value = value if amount is None else value + amount
+            over = self.space.compare(">", value, self.budget_ceiling)
+            if over is not False:
+                return over, "PW525, the money its calls carry passes the budget's ceiling"
+        return False, ""
+
+    def _blocked(self, block: State, t: int, why: str) -> None:
+        """Remember why an enabled command of `t` makes no move here, when the liveness report asks."""
+        if self.recording is not None:
+            self.recording.setdefault((block, t), why)
 
     def outcome_refusal(self, block: State, t: int) -> tuple[str, str] | None:
         """(code, effect) when the runtime refuses a command of transition `t` in this agreement because
@@ -840,6 +913,10 @@ class Explorer:
                 if given_up:
                     new = list(block)
                     new[lay.phase + s] = Phase.IDLE
+                    if self.counted:  # a cancelled call was never made (runtime: `tally`)
+                        new[lay.made + self.counter_of[site.effect]] -= 1
+                    if lay.carry and block[lay.carried + s] is not None:
+                        new[lay.carried_all] = new[lay.carried_all] - block[lay.carried + s]
                     yield Move("cancel", 0, "runtime", site.effect, site=s), tuple(new), 0, None
                     continue
                 if waiting:
@@ -1132,7 +1209,10 @@ class Explorer:
 
         Moves other than commands (time, approvals, effects) keep the path
         condition, so the commands reachable through them commit exactly
-        where their targets' conditions hold.
+        where their targets' conditions hold. A command the runtime refuses
+        for an effect of unknown outcome (`outcome_refusal`) is no way out
+        where it is refused; an operator's resolution of that effect is a
+        move like any other, followed to the commands after it.
         """
         if self.final[block[0]]:
             return False
@@ -1155,6 +1235,8 @@ class Explorer:
                 if new is None:
                     continue
                 if tid is not None:
+                    if self.outcome_refusal(current, self.model.transition_index[tid]) is not None:
+                        continue  # PW526 / PW527: the runtime refuses it here; not a way out
                     # Once time has been let pass, only a command still enabled after every
                     # deadline is a way out: any earlier window may already be gone.
                     if not settled or self._eventual(tid, cell):

@@ -75,16 +75,12 @@ class _Labels:
         return self._q[bid]
 
 
-def check(explorer: Explorer, result: ExplorationResult, unmodelled: str | None = None) -> list[Json]:
-    """One entry per property of the model: verdict `holds`, `violated` or `incomplete`.
-
-    `unmodelled` says why commands the runtime refuses at commit may be
-    missing from the graph's refusals (budgets); with it, no property holds.
-    """
+def check(explorer: Explorer, result: ExplorationResult) -> list[Json]:
+    """One entry per property of the model: verdict `holds`, `violated` or `incomplete`."""
     if not explorer.model.properties:
         return []
     graph = Graph(explorer, result)
-    return [_check_one(explorer, result, graph, prop, unmodelled) for prop in explorer.model.properties]
+    return [_check_one(explorer, result, graph, prop) for prop in explorer.model.properties]
 
 
 def _statement(prop: Json, scale: int) -> str:
@@ -93,8 +89,7 @@ def _statement(prop: Json, scale: int) -> str:
     return f"{render_expr(prop['premise'], scale)} leads_to {render_expr(prop['goal'], scale)}"
 
 
-def _check_one(explorer: Explorer, result: ExplorationResult, graph: Graph, prop: Json,
-               unmodelled_refusals: str | None = None) -> Json:  # fmt: skip
+def _check_one(explorer: Explorer, result: ExplorationResult, graph: Graph, prop: Json) -> Json:
     space = explorer.space
     blocks = explorer._blocks
     labels = _Labels(explorer, result, prop)
@@ -167,7 +162,7 @@ def _check_one(explorer: Explorer, result: ExplorationResult, graph: Graph, prop
         )
         entry["verdict"] = "incomplete"
         entry["method"] = f"fair cycle search on the explored graph: {reason}"
-    elif (unmodelled := incomplete_because(graph, prop, sub) or unmodelled_refusals) is not None:
+    elif (unmodelled := incomplete_because(graph, prop, sub)) is not None:
         entry["verdict"] = "incomplete"
         entry["method"] = f"fair cycle search on the explored graph, state space exhausted, but {unmodelled}"
     else:
@@ -289,26 +284,48 @@ def _describe(
 
 
 def _refused(explorer: Explorer, graph: Graph, sid: int) -> list[str]:
-    out: set[str] = set()
-    for bid in graph.result.states[sid][1:]:
-        block = explorer._blocks[bid]
-        for move, new, _, edge in explorer.local_moves(block):
-            if move.kind != "command" or move.name not in explorer.scheduled:
-                continue
-            if new is None and isinstance(edge, Refusal):  # enabled, and refused at commit: funds, a ceiling
-                out.add(f"`{move.name}` by {move.actor}: refused at commit ({edge.message})")
-                continue
-            if new is None:
-                continue
-            if int(new[2]) != int(block[2]):  # it commits only for some param values: not for the lasso's
-                out.add(f"`{move.name}` by {move.actor}: does not commit for these param values (its guard is "
-                        "false for them, or the runtime refuses it at commit: funds, a ceiling)")  # fmt: skip
-                continue
-            refusal = explorer.outcome_refusal(block, explorer.model.transition_index[move.name])
-            if refusal is not None:
-                code, effect = refusal
-                why = "a call of it was abandoned" if code == "PW526" else "a call of it is parked"
-                out.add(f"`{move.name}` by {move.actor}: {code}, it depends on `{effect}` and {why}")
+    """The deadline transitions enabled at a stuttering end that the runtime does not let commit, and why.
+
+    A specific reason (a refusal at commit for funds, a ceiling or a budget; an effect's unknown
+    outcome) is given where the explorer has one; otherwise, for a transition that commits only for
+    other param values than the lasso's, the general one.
+    """
+    found: dict[str, set[str]] = {}
+    general: set[str] = set()
+    explorer.recording = {}  # filled by the moves below: the enabled commands that made no move, and why
+    try:
+        for bid in graph.result.states[sid][1:]:
+            block = explorer._blocks[bid]
+            moves = explorer.local_moves(block)
+            for (at, t), why in explorer.recording.items():
+                tid = explorer.model.transitions[t]["id"]
+                if at == block and tid in explorer.scheduled:
+                    found.setdefault(tid, set()).add(f"`{tid}` by {explorer.first_role[t]}: refused at commit ({why})")
+            for move, new, _, edge in moves:
+                if move.kind not in ("command", "refused") or move.name not in explorer.scheduled:
+                    continue
+                if new is None and isinstance(edge, Refusal):  # enabled, and refused at commit: funds
+                    found.setdefault(move.name, set()).add(f"`{move.name}` by {move.actor}: refused at commit "
+                                                           f"({edge.message})")  # fmt: skip
+                    continue
+                if new is None:
+                    continue
+                if int(new[2]) != int(block[2]):  # it commits only for some param values: not for the lasso's
+                    general.add(move.name)
+                    continue
+                refusal = explorer.outcome_refusal(block, explorer.model.transition_index[move.name])
+                if refusal is not None:
+                    code, effect = refusal
+                    why = "a call of it was abandoned" if code == "PW526" else "a call of it is parked"
+                    found.setdefault(move.name, set()).add(f"`{move.name}` by {move.actor}: {code}, it depends on "
+                                                           f"`{effect}` and {why}")  # fmt: skip
+    finally:
+        explorer.recording = None
+    out = {line for lines in found.values() for line in lines}
+    for tid in general - set(found):
+        actor = explorer.first_role[explorer.model.transition_index[tid]]
+        out.add(f"`{tid}` by {actor}: does not commit for these param values (its guard is false for them, or "
+                "the runtime refuses it at commit: funds, a ceiling, a budget)")  # fmt: skip
     return sorted(out)
 
 

@@ -77,6 +77,9 @@ class Model:
     properties: list[Json] = field(default_factory=list)
     # Limits across agreements (new in 1.1), as `model.json` holds them; empty when none.
     limits: list[Json] = field(default_factory=list)
+    # The pact's `budget` as transitions.json holds it (model.json does not): the runtime refuses a
+    # command whose calls would pass its `max_tool_calls` or `ceiling` (PW524, PW525). None: no budget.
+    budget: Json | None = None
 
     @property
     def state_final(self) -> list[bool]:
@@ -236,8 +239,11 @@ def read_model(doc: object) -> ModelDocument:
         ) from None
 
 
-def load_model(doc: Json) -> Model:
+def load_model(doc: Json, budget: Json | None = None) -> Model:
     """Index a model document; refuses formats this verifier does not know and malformed documents.
+
+    `budget` is transitions.json's `budget` (the runtime enforces it at commit; model.json has no
+    copy of it), so the explorer refuses what the runtime refuses.
 
     The tables below hold plain dictionaries (the explorer's hot loop reads
     them): the validated model's dump, made once here.
@@ -319,6 +325,7 @@ def load_model(doc: Json) -> Model:
         roles={r["name"]: r for r in doc["roles"]},
         bounds=doc["bounds"],
         approval_transitions=[i for i, t in enumerate(transitions) if t["approval"]],
+        budget=dict(budget) if budget else None,
     )
 
 

@@ -197,7 +197,12 @@ def apply(doc: Json, mutation: Mutation) -> Json:
 
 
 def explore(
-    doc: Json, mutation: Mutation, bounds: Bounds, stop: frozenset[str] | None, baseline: frozenset[str]
+    doc: Json,
+    mutation: Mutation,
+    bounds: Bounds,
+    stop: frozenset[str] | None,
+    baseline: frozenset[str],
+    budget: Json | None = None,
 ) -> Outcome:
     """Search one mutant, stopping once every name in `stop` is violated (see the module docstring).
 
@@ -205,7 +210,7 @@ def explore(
     without one beyond `baseline` (the policy's own violations), the mutant's
     status is not known yet and it is searched again in full.
     """
-    model = load_model(apply(doc, mutation))
+    model = load_model(apply(doc, mutation), budget=budget)
     result = Explorer(model, dataclasses.replace(bounds, stop_on=stop), witnesses=False).explore()
     violations = frozenset(result.violations)
     if stop is not None and not stop and not violations - baseline and not result.exhausted:
@@ -252,19 +257,19 @@ class _Plan:
 
 
 # A worker process's copy of the parent's model, bounds, baseline and mutants, set once per process.
-_WORKER: dict[str, tuple[Json, Bounds, frozenset[str], list[Mutation]]] = {}
+_WORKER: dict[str, tuple[Json, Bounds, frozenset[str], list[Mutation], Json | None]] = {}
 
 
-def _init_worker(doc: Json, bounds: Bounds, baseline: frozenset[str]) -> None:
-    _WORKER["parent"] = (doc, bounds, baseline, mutations(doc))
+def _init_worker(doc: Json, bounds: Bounds, baseline: frozenset[str], budget: Json | None) -> None:
+    _WORKER["parent"] = (doc, bounds, baseline, mutations(doc), budget)
 
 
 def _work(index: int, stop: frozenset[str] | None) -> Outcome:
-    doc, bounds, baseline, found = _WORKER["parent"]
-    return explore(doc, found[index], bounds, stop, baseline)
+    doc, bounds, baseline, found, budget = _WORKER["parent"]
+    return explore(doc, found[index], bounds, stop, baseline, budget)
 
 
-def _parallel(doc: Json, bounds: Bounds, found: list[Mutation], plan: _Plan, jobs: int) -> None:
+def _parallel(doc: Json, bounds: Bounds, found: list[Mutation], plan: _Plan, jobs: int, budget: Json | None) -> None:
     """Explore `found[len(plan.outcomes):]` in worker processes; combine in order into `plan`."""
     start = len(plan.outcomes)
     context = multiprocessing.get_context(START_METHOD)
@@ -274,7 +279,7 @@ def _parallel(doc: Json, bounds: Bounds, found: list[Mutation], plan: _Plan, job
         max_workers=min(jobs, len(found) - start),
         mp_context=context,
         initializer=_init_worker,
-        initargs=(doc, bounds, plan.baseline),
+        initargs=(doc, bounds, plan.baseline, budget),
     )
     running: dict[int, tuple[Future[Outcome], frozenset[str] | None]] = {}
     following = start
@@ -324,13 +329,15 @@ def run(
     *,
     early_stop: bool = True,
     parallel_after: float | None = None,
+    budget: Json | None = None,
 ) -> list[Json]:
     """Explore each mutant; returns mutant results and marks vacuous invariants in place.
 
     `jobs` > 1 lets the mutants run in that many worker processes; the
     result does not depend on it. `early_stop=False` searches every mutant
     in full (the reference the early stop is tested against);
-    `parallel_after` overrides `PARALLEL_AFTER`.
+    `parallel_after` overrides `PARALLEL_AFTER`. `budget` is transitions.json's
+    (`load_model`), so a mutant is refused what the runtime would refuse.
     """
     found = mutations(doc)
     mutant_bounds = dataclasses.replace(bounds, max_states=min(bounds.max_states, MAX_MUTANT_STATES), stop_on=None)
@@ -346,9 +353,9 @@ def run(
             # If a worker dies (killed, or a caller's script that cannot be re-imported), the
             # outcomes combined so far are exact and the rest is finished in process.
             with contextlib.suppress(BrokenProcessPool):
-                _parallel(doc, mutant_bounds, found, plan, jobs)
+                _parallel(doc, mutant_bounds, found, plan, jobs, budget)
             continue
-        plan.combine(explore(doc, found[len(plan.outcomes)], mutant_bounds, plan.stop(), baseline))
+        plan.combine(explore(doc, found[len(plan.outcomes)], mutant_bounds, plan.stop(), baseline, budget))
     results: list[Json] = []
     caught_any: set[str] = set()
     for mutation, outcome in zip(found, plan.outcomes, strict=True):

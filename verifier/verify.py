@@ -156,26 +156,6 @@ def coverage(model: Model, explorer: Explorer, result: ExplorationResult) -> Jso
     }
 
 
-def _budget_refusals(table: Json) -> str | None:
-    """Why budget refusals may stop a run the model lets go on (None when the policy cannot hit one).
-
-    The runtime refuses a command at commit when its calls would pass the
-    budget's `max_tool_calls` or `ceiling` (PW524, PW525); the model does
-    not count calls or the money they carry against the budget, so such a
-    refusal is a way a run can stop for good that the liveness search
-    does not see.
-    """
-    budget = table.get("budget") or {}
-    limits = [name for name in ("max_tool_calls", "ceiling") if budget.get(name) is not None]
-    if not limits or not any(t.get("effects") for t in table.get("transitions", [])):
-        return None
-    shown = " and ".join(f"`{name}`" for name in limits)
-    return (
-        f"the runtime refuses a command whose calls would pass the budget's {shown} (PW524, PW525), which the "
-        "model does not count: a run may stop for good there"
-    )
-
-
 def verify_files(files: Mapping[str, bytes], options: VerifyOptions) -> Json:
     """Verify a compiled bundle; returns the report document (deterministic)."""
     try:
@@ -183,7 +163,7 @@ def verify_files(files: Mapping[str, bytes], options: VerifyOptions) -> Json:
         table = load_json(files["transitions.json"])
     except KeyError as exc:
         raise VerifyError(f"the bundle has no `{exc.args[0]}`", code="PW305") from None
-    model = load_model(model_doc)
+    model = load_model(model_doc, budget=table.get("budget"))
     programs = {p: d.decode("utf-8") for p, d in files.items() if p.startswith("ledger/")}
     explorer, result = explore(model, options.bounds, options.progress)
     found, index_of = counterexamples(explorer, result, table, programs)
@@ -191,7 +171,7 @@ def verify_files(files: Mapping[str, bytes], options: VerifyOptions) -> Json:
     if model.properties:
         from pactwright.verifier import liveness
 
-        properties = liveness.check(explorer, result, _budget_refusals(table))
+        properties = liveness.check(explorer, result)
     from pactwright.verifier._limits_report import limit_verdicts
 
     limits = limit_verdicts(model, result, index_of, options.bounds.agreements)
@@ -212,7 +192,7 @@ def verify_files(files: Mapping[str, bytes], options: VerifyOptions) -> Json:
     if options.mutants:
         from pactwright.verifier import mutation
 
-        mutants = mutation.run(model_doc, options.bounds, invariants, options.jobs)
+        mutants = mutation.run(model_doc, options.bounds, invariants, options.jobs, budget=model.budget)
     from pactwright.verifier import _completeness
 
     unknown_queries: int = getattr(result, "unknown_queries", 0)
@@ -330,7 +310,8 @@ def _limits(options: VerifyOptions, result: ExplorationResult, model: Model) -> 
         "that the policy matches the contract or intent it was written from",
         "the behaviour of external providers beyond the modelled faults: lost requests, lost responses, "
         "provider errors; reconciliation lookups are assumed truthful",
-        "budgets (turns, model calls, tool calls, active time) and approval identities beyond one approver per role",
+        "budgets of turns, model calls and active time (the calls an agreement makes and the money they carry are "
+        "counted as the runtime counts them), and approval identities beyond one approver per role",
     ]
     # The limits of docs/verifier.md ("What it does not check") that this policy runs into.
     if any(t["postings"] for t in model.transitions):
@@ -341,8 +322,7 @@ def _limits(options: VerifyOptions, result: ExplorationResult, model: Model) -> 
         )
     if model.sites:
         limits.append(
-            "an agreement parked while an effect is uncertain (its other commands are explored as if it were not), "
-            "and a transition firing again while its own effect is still in flight (not explored)"
+            "an agreement parked while an effect is uncertain (its other commands are explored as if it were not)"
         )
     if any(s.strategy == "idempotent" for s in model.sites):
         limits.append(

@@ -7,7 +7,9 @@
 # never got it. A reviewer should see: pay_instalment, the provider answers
 # with an error, next_period, pay_instalment; `no_instalment_lost` violated
 # (two instalments committed, none applied). The same violation follows a
-# lost request that the runtime abandons (one event longer).
+# lost request that the runtime abandons (one event longer). After that
+# abandon the runtime refuses the next instalment for good (it depends on
+# `pay_supplier`, PW526), so `funds_not_stuck` is violated too, on its own path.
 # Fix: `strategy idempotent` (repeat with the same key until it lands).
 pact "planted.once_loses_instalment" version "1.0.0"
 

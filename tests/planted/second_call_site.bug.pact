@@ -1,10 +1,11 @@
 # PLANTED BUG: a once-per-agreement effect called from a second clause.
-# `issue_voucher` may be applied at most once per agreement (`max_calls 1`,
-# and the policy's own `voucher_at_most_once`). The goodwill clause added
+# `issue_voucher` may be applied at most once per agreement (the policy's own
+# `voucher_at_most_once`; it declares no `max_calls`, which the runtime would
+# enforce at commit, PW523). The goodwill clause added
 # later reuses the same effect from `resolved`, so a customer who already got
 # the compensation voucher gets a second one. A reviewer should see:
 # make_good, goodwill, and the worker dispatches both vouchers;
-# `voucher_at_most_once` and the built-in `effect_max_calls` violated.
+# `voucher_at_most_once` violated.
 # Fix: `goodwill` leaves only from `open`, where no voucher was issued yet.
 pact "planted.second_call_site" version "1.0.0"
 
@@ -26,7 +27,6 @@ effect issue_voucher {
   reversibility compensable
   scopes "vouchers:write"
   egress POST "https://vouchers.example.com"
-  max_calls 1
   timeout 5s
   strategy idempotent
   key ticket, value

@@ -21,7 +21,6 @@ effect issue_voucher {
   reversibility compensable
   scopes "vouchers:write"
   egress POST "https://vouchers.example.com"
-  max_calls 1
   timeout 5s
   strategy idempotent
   key ticket, value
