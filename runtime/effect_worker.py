@@ -375,7 +375,11 @@ def _after_phase(db: Backend, row: _Row, phase: str, now: int) -> None:
             db.execute("UPDATE effects SET phase = 'compensated', updated_at = ? WHERE id = ?",
                        (now, row.compensates))  # fmt: skip
         return
-    given_up = phase == "abandoned_uncertain" or (phase == "failed" and ON_FAILED[row.strategy] is None)
+    # Given up: abandoned, failed for good, or being undone (`compensate` after an unknown outcome), as the
+    # verifier's model has it: the calls before it in the same event are undone too.
+    given_up = phase in ("abandoned_uncertain", "compensation_required") or (
+        phase == "failed" and ON_FAILED[row.strategy] is None
+    )
     if given_up:
         compensate_earlier(db, row.agreement_id, row.event_seq, row.call_index, now)
 

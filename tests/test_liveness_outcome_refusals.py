@@ -58,8 +58,9 @@ def test_the_liveness_graph_refuses_what_the_runtime_refuses(path: Path) -> None
             sites = explorer.effect_sites[effect]
             if how == "both" and len(sites) < 2:
                 continue
-            if how in ("abandoned", "both"):
+            if how in ("abandoned", "both"):  # the call abandoned, and the agreement's memory of it
                 state[phase + sites[0]] = Phase.ABANDONED_UNCERTAIN
+                state[explorer.layout.abandoned] |= explorer.abandon_bit[effect]
                 abandoned.add(effect)
             if how in ("parked", "both"):
                 state[phase + sites[-1]] = Phase.NEEDS_RECONCILIATION
@@ -82,6 +83,7 @@ def test_a_guard_reading_abandoned_is_refused_only_while_parked() -> None:
     site = explorer.effect_sites["refund_payment"][0]
     index = explorer.model.transition_index
     block[explorer.layout.phase + site] = Phase.ABANDONED_UNCERTAIN
+    block[explorer.layout.abandoned] |= explorer.abandon_bit["refund_payment"]
     assert explorer.outcome_refusal(tuple(block), index["confirm"]) == ("PW526", "refund_payment")
     assert explorer.outcome_refusal(tuple(block), index["close_after_abandon"]) is None
     block[explorer.layout.phase + site] = Phase.NEEDS_RECONCILIATION

@@ -271,15 +271,20 @@ property sent_ends: reached(sent) leads_to final
 """
 
 
-def test_a_liveness_run_the_model_cannot_follow_is_incomplete_not_holding() -> None:
-    """After an abandon, `send` calls `notify` again at the same call site: the model keeps that latest
-    call and forgets the abandon, on which the runtime refuses `finish` for good (PW526). Every run of
-    the model ends `done`; the runtime's can stay in `sent`. Undecided, so incomplete, never holds."""
+def test_a_resend_after_an_abandon_keeps_the_abandon_and_the_lasso_shows_it() -> None:
+    """After an abandon, `send` calls `notify` again at the same call site; the runtime refuses `finish`
+    for good (PW526). Once the model kept only the latest call and forgot the abandon, so the property
+    was `incomplete`; now the agreement remembers every abandon and the run the runtime takes is the
+    lasso."""
     report = _verify(RESEND_AFTER_ABANDON)
     entry = next(p for p in report["properties"] if p["name"] == "sent_ends")
-    assert entry["verdict"] == "incomplete" and entry["lasso"] is None
-    assert "forgets that abandon" in entry["method"] and "`send`" in entry["method"]
-    assert report["verdict"] != "pass" and report["complete"] is False
+    assert entry["verdict"] == "violated" and report["verdict"] == "fail"
+    lasso = entry["lasso"]
+    assert [e["move"] for e in lasso["events"]] == [
+        "send", "fault lost_request notify", "runtime notify", "reset", "send", "dispatch notify", "time passes"
+    ]  # fmt: skip
+    assert lasso["last_state"] == "sent"
+    assert lasso["refused"] == ["`finish` by timer: PW526, it depends on `notify` and a call of it was abandoned"]
 
 
 @pytest.mark.parametrize(

@@ -134,12 +134,8 @@ def incomplete_because(graph: Graph, prop: Json, sub: Any) -> str | None:
     states where a deadline transition is enabled only in part of the zone
     is judged per node, not per cell, by the fair-cycle check, so it is not
     decided. A property that reads `now` is labelled at one point of each
-    zone. And the model keeps one call per call site, so a command that may
-    call an effect again after its abandon (it reads `abandoned(E)`) makes
-    the model forget an abandon the runtime still refuses other commands on.
+    zone.
     """
-    if graph.forgets is not None:
-        return graph.forgets
     if any(_reads_now(prop.get(part)) for part in ("premise", "goal")):
         return "the property reads `now`, which the search labels at one point of each time zone"
     import networkx as nx  # type: ignore[import-untyped]  # no stubs; used for graph facts only

@@ -26,7 +26,6 @@ import heapq
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from pactwright.protocol import Phase
 from pactwright.verifier.explorer import ExplorationResult, Explorer
 
 Node = tuple[int, int]  # (state id, block id of the agreement followed)
@@ -66,12 +65,6 @@ class Graph:
         self._local = local
         self._fair = fair
         self._moves: dict[int, list[BlockMove]] = {}
-        # Commands that overwrite the only abandoned call of an effect at its call site, while another
-        # transition depends on that effect without handling its abandon: the model then forgets an abandon
-        # the runtime still refuses commands on. Per block id: why, for the moves (by index) that do.
-        self._forgetting: dict[int, dict[int, str]] = {}
-        self.forgets: str | None = None
-        forgetting: set[Node] = set()
         self.edges: dict[Node, list[Edge]] = {}
         self.expanded: set[Node] = set()
         room_total = explorer.bounds.faults
@@ -102,9 +95,6 @@ class Graph:
                         complete = False
                         continue
                     lazy = move.action == "clock" and scheduled
-                    if move.index in self._forgetting.get(bid, {}):
-                        self.forgets = self.forgets or self._forgetting[bid][move.index]
-                        forgetting.update((target, b) for b in set(result.states[target][1:]))
                     for node in nodes:
                         if node[1] == bid:
                             out[node].append(Edge((target, move.new), move.action, target, position, move.index, lazy))
@@ -116,7 +106,6 @@ class Graph:
             if complete:
                 self.expanded.update(nodes)
         # Nodes a run reaches only after the model forgot an abandon: not judged exactly.
-        self.tainted = self._closure(forgetting)
         initial = [
             (sid, b) for sid, parent in enumerate(result.parents) if parent < 0 for b in set(result.states[sid][1:])
         ]
@@ -140,40 +129,9 @@ class Graph:
                 t = explorer.model.transition_index[tid]
                 if explorer.outcome_refusal(block, t) is not None:
                     continue  # PW526 / PW527: the runtime refuses it
-                why = self._forgets(block, t, tid)
-                if why is not None:
-                    self._forgetting.setdefault(bid, {})[m] = why
             out.append(BlockMove(m, new_bid, actions[m], tid, cell))
         self._moves[bid] = out
         return out
-
-    def _forgets(self, block: tuple[int, ...], t: int, tid: str) -> str | None:
-        explorer = self.explorer
-        phase = explorer.layout.phase
-        for s in explorer.sites_of[t]:
-            if block[phase + s] != Phase.ABANDONED_UNCERTAIN:
-                continue
-            effect = explorer.model.sites[s].effect
-            others = [o for o in explorer.effect_sites[effect] if o != s]
-            if any(block[phase + o] == Phase.ABANDONED_UNCERTAIN for o in others):
-                continue  # another call of it stays abandoned: nothing is forgotten
-            if any(effect in depends and effect not in handled for depends, handled in explorer.depends_on):
-                return (
-                    f"`{tid}` (its guard reads `abandoned({effect})`) can call `{effect}` again after a call of it "
-                    "was abandoned; the model keeps the latest call per call site, so it forgets that abandon, "
-                    "on which the runtime still refuses what depends on the effect (PW526)"
-                )
-        return None
-
-    def _closure(self, start: set[Node]) -> set[Node]:
-        seen = set(start)
-        todo = list(start)
-        while todo:
-            for edge in self.edges.get(todo.pop(), ()):
-                if edge.target not in seen:
-                    seen.add(edge.target)
-                    todo.append(edge.target)
-        return seen
 
     def scheduled_in(self, bid: int) -> bool:
         """Whether a deadline transition of this agreement is enabled (somewhere in its zone)."""

@@ -109,6 +109,10 @@ class Layout:
     # and, with a budget `ceiling`, one slot for the money all those calls carried.
     counters: int = 0
     carry: int = 0
+    # One slot when the policy calls effects: a bit per effect (`Explorer.abandon_bit`) set once a call of
+    # it was abandoned. An abandon is never undone in the runtime (PW526 for good), even after a later
+    # call at the same call site replaces it in `phase`.
+    abandons: int = 0
 
     # block[0] control state, block[1] choice of text samples, block[2] path condition id
 
@@ -172,8 +176,12 @@ class Layout:
         return self.made + self.counters
 
     @property
-    def width(self) -> int:
+    def abandoned(self) -> int:
         return self.carried_all + self.carry
+
+    @property
+    def width(self) -> int:
+        return self.abandoned + self.abandons
 
 
 @dataclass
@@ -250,7 +258,9 @@ class Explorer:
             zone_size=self.zones.size,
             counters=len(self.counted),
             carry=1 if self.budget_ceiling is not None and model.sites else 0,
+            abandons=1 if model.sites else 0,
         )
+        self.abandon_bit = {effect: 1 << k for k, effect in enumerate(sorted({x.effect for x in model.sites}))}
         compiler = ExpressionCompiler(model, self.space if self.symbolic else None)
         self.compiler = compiler
         self.guards = [compiler.function(t["guard"]) for t in model.transitions]
@@ -621,7 +631,12 @@ class Explorer:
         # The runtime keeps one call in flight per call site (PW530, `check_in_flight`): a command whose
         # own call site still has a call with no outcome waits for the worker to settle it.
         if any(not self._idle(block, s) for s in self.sites_of[t]):
-            self._blocked(block, t, "PW530, its call site still has a call in flight")
+            # The runtime checks the effects it depends on first (PW526, PW527), then this.
+            found = self.outcome_refusal(block, t)
+            self._blocked(block, t, "PW530, its call site still has a call in flight" if found is None else (
+                f"{found[0]}, it depends on `{found[1]}` and a call of it was "
+                f"{'abandoned' if found[0] == 'PW526' else 'parked'}"
+            ))  # fmt: skip
             return
         # An effect amount above its ceiling: the runtime refuses the command before policy.
         within: Formula = True
@@ -759,16 +774,18 @@ class Explorer:
 
         The runtime's rule (runtime/_command_effects.py, `check_dependencies`), in its order: for each
         effect the command depends on (its guard reads `applied(E)`, `total(E)` or an outcome of E, or it
-        calls E), by name, PW526 while some call of E stands abandoned as uncertain, unless the guard reads
+        calls E), by name, PW526 once some call of E was abandoned as uncertain (`Layout.abandoned`: a later
+        call at the same site does not undo it), unless the guard reads
         `abandoned(E)`; PW527 while one is parked for reconciliation. The search itself lets such a
         command commit (an over-approximation, which can only add counterexamples to invariants); the
         liveness check removes those moves, as a run of the runtime never takes them.
         """
         depends, handled = self.depends_on[t]
         phase = self.layout.phase
+        abandoned = block[self.layout.abandoned] if self.layout.abandons else 0
         for effect in depends:
             phases = {block[phase + s] for s in self.effect_sites.get(effect, ())}
-            if Phase.ABANDONED_UNCERTAIN in phases and effect not in handled:
+            if abandoned & self.abandon_bit.get(effect, 0) and effect not in handled:
                 return "PW526", effect
             if Phase.NEEDS_RECONCILIATION in phases:
                 return "PW527", effect
@@ -946,6 +963,7 @@ class Explorer:
                 new = list(block)
                 new[lay.phase + s] = ON_UNCERTAIN[site.strategy]
                 if new[lay.phase + s] == Phase.ABANDONED_UNCERTAIN:
+                    new[lay.abandoned] |= self.abandon_bit[site.effect]
                     self._compensate_earlier(new, site)
                 yield (
                     Move("runtime", 0, "runtime", site.effect, site=s),
@@ -975,6 +993,7 @@ class Explorer:
                 )
                 new = list(block)
                 new[lay.phase + s] = Phase.ABANDONED_UNCERTAIN
+                new[lay.abandoned] |= self.abandon_bit[site.effect]
                 self._compensate_earlier(new, site)
                 yield (
                     Move("abandon", 0, "operator", site.effect, site=s),

@@ -136,16 +136,16 @@ def _check_one(explorer: Explorer, result: ExplorationResult, graph: Graph, prop
         "statement": _statement(prop, explorer.model.scale),
         "fairness": FAIRNESS,
     }
+    undecided = 0  # candidate lassos the solver answered `unknown` for (the others it refuted)
     for trigger in triggers:
         lasso = _lasso(graph, sub, trigger, targets, loops)
-        if graph.tainted and any(n in graph.tainted for n, _ in [*graph.path_to(trigger), *lasso]):
-            continue  # it passes where the model forgot an abandon: not a run known to be real
         condition = _lasso_condition(explorer, labels, trigger, lasso, ends)
         if condition is True:
             witness = None
         else:
             sat, witness = space.satisfiable(0, condition)
             if sat is not True:
+                undecided += sat is None
                 continue
         entry["verdict"] = "violated"
         entry["method"] = "fair cycle search on the explored graph"
@@ -159,6 +159,9 @@ def _check_one(explorer: Explorer, result: ExplorationResult, graph: Graph, prop
             "lie beyond it"
             if not result.exhausted
             else "some candidate runs depend on param values the solver did not decide"
+            if undecided or result.unknown_queries
+            else "the one candidate run tried per trigger holds for no param value, and other runs through the "
+            "same states were not tried"
         )
         entry["verdict"] = "incomplete"
         entry["method"] = f"fair cycle search on the explored graph: {reason}"
