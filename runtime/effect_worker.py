@@ -69,6 +69,8 @@ GOOD: Final = frozenset({"acknowledged", "reconciled_recovered"})
 # A call in one of these phases was given up: the calls after it in the same event are cancelled.
 GIVEN_UP: Final = frozenset({"abandoned_uncertain", "compensation_required", "compensated", "cancelled"})
 _SENDABLE: Final = ("prepared", "reconciled_not_occurred")
+# `next_at` of a call that is never due again: its compensation was given up (an operator decides).
+NEVER: Final = 2**62
 _COLUMNS: Final = (
     "id, agreement_id, event_seq, call_index, effect, strategy, compensates, phase, method, url, "
     "idempotency_key, payload, amount, attempts"
@@ -199,8 +201,18 @@ class EffectWorker:
                     continue  # waits for an earlier call of its event
                 _lock_agreement(db, row.agreement_id)  # evidence is appended under the agreement's lock
                 if action == "compensate":
-                    row = _compensation(db, self.store, row, now)
-                    action = "recover" if row.phase == "dispatched" else "dispatch"
+                    compensation, created = _compensation(db, self.store, row, now)
+                    if not created:
+                        # The compensation row exists and is due on its own (sent, looked up, recovered
+                        # there); a given-up one (abandoned, failed for good) is never sent again, and the
+                        # call it was to undo leaves the due set, for an operator.
+                        if compensation.phase == "abandoned_uncertain" or (
+                            compensation.phase == "failed" and ON_FAILED[compensation.strategy] is None
+                        ):
+                            db.execute("UPDATE effects SET next_at = ?, updated_at = ? WHERE id = ?",
+                                       (NEVER, now, row.id))  # fmt: skip
+                        continue
+                    row, action = compensation, "dispatch"
                 if action in {"dispatch", "lookup", "recover"} and (why := _disagreement(db, row)) is not None:
                     _quarantine_unsent(db, row, why, now)
                     return row, "refused", _Target((), DEFAULT_TIMEOUT_S)
@@ -472,12 +484,13 @@ def _compensation_body(original: _Row, name: str) -> tuple[bytes, str]:
     return body, key
 
 
-def _compensation(db: Backend, store: Store, row: _Row, now: int) -> _Row:
-    """The compensation row for `row` (created once, `ID/c`); the call it undoes keeps its phase until it ran."""
+def _compensation(db: Backend, store: Store, row: _Row, now: int) -> tuple[_Row, bool]:
+    """The compensation row for `row` (created once, `ID/c`), and whether it was created now; the call it
+    undoes keeps its phase until it ran."""
     instance = f"{row.id}/c"
     found = _current(db, instance)
     if found is not None:
-        return found
+        return found, False
     agreement = rows.read(db, row.agreement_id, lock=False)
     bundle = rows.load_bundle(store, db, agreement, ())
     original = next((c for c in _calls(bundle.doc, row)), None)
@@ -497,7 +510,7 @@ def _compensation(db: Backend, store: Store, row: _Row, now: int) -> _Row:
     )  # fmt: skip
     created = _current(db, instance)
     assert created is not None
-    return created
+    return created, True
 
 
 def _calls(doc: Mapping[str, Any], row: _Row) -> list[Mapping[str, Any]]:
