@@ -322,6 +322,11 @@ def read(db: Backend, agreement_id: str, *, lock: bool) -> Agreement:
 EXECUTED = ("ledger/",)  # what a command runs, besides transitions.json: the ledger programs
 
 
+def clock_roles(bundle: Bundle) -> dict[str, bool]:
+    """The pact's clock roles (name -> True); a pact may declare none."""
+    return {str(r["name"]): True for r in bundle.doc["roles"] if r.get("clock")}
+
+
 def load_bundle(store: Store, db: Backend, agreement: Agreement, only: tuple[str, ...] | None = None) -> Bundle:
     """The agreement's own activation's bundle, re-verified, and its manifest hash the recorded one.
 

@@ -205,10 +205,6 @@ def _check(bundle: Bundle, agreement: Agreement, name: str, role: str, party: st
     return transition
 
 
-def _is_clock(bundle: Bundle, role: str) -> bool:
-    return any(r["name"] == role and r.get("clock") for r in bundle.doc["roles"])
-
-
 def _approval(transition: Mapping[str, Any], grant: Grant | None = None) -> str | None:
     """The id of the one-use approval this command consumes: the grant's, verified in this transaction.
 
@@ -398,7 +394,7 @@ def run_in(store: Store, db: Backend, agreement_id: str, command: Command, now: 
     bundle, answers = rows.load_bundle_with(
         store, db, agreement, rows.EXECUTED, ((_AFTER_LOCK, (agreement_id, key, agreement_id)),)
     )
-    if key.startswith(SCHEDULER_KEYS) and not _is_clock(bundle, actor_role):
+    if key.startswith(SCHEDULER_KEYS) and actor_role not in rows.clock_roles(bundle):
         raise _refuse("PW519", f"idempotency keys starting with `{SCHEDULER_KEYS}` are reserved for the scheduler "
                       "(the pact's clock role)", field="key", found=key)  # fmt: skip
     found = answers[0][0]

@@ -41,7 +41,7 @@ from typing import Any
 
 from pactwright.errors import PactwrightError
 from pactwright.runtime import _agreement as rows
-from pactwright.runtime._agreement import Agreement, Bundle, bundle_of
+from pactwright.runtime._agreement import Agreement, Bundle, bundle_of, clock_roles
 from pactwright.runtime._command_effects import Tally, read_by_guard, tally
 from pactwright.runtime._evaluate import View, evaluate
 from pactwright.runtime.clock import Clock, SystemClock, epoch_seconds
@@ -105,11 +105,6 @@ class ScanResult:
             "refused": dict(sorted(self.refused.items())),
             "failures": list(self.failures),
         }
-
-
-def clock_roles(bundle: Bundle) -> dict[str, bool]:
-    """The pact's clock roles (name -> True); a pact may declare none."""
-    return {str(r["name"]): True for r in bundle.doc["roles"] if r.get("clock")}
 
 
 def _conjuncts(expr: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:

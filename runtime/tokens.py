@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 
 from pactwright.errors import PactwrightError, UsageError
 from pactwright.runtime import _agreement as rows
-from pactwright.runtime.scheduler import clock_roles
+from pactwright.runtime._agreement import clock_roles
 from pactwright.runtime.store import Store
 from pactwright.runtime.store._backend import Backend
 from pactwright.runtime.store._migrations import TOKEN_TABLES

@@ -244,8 +244,9 @@ class Explorer:
         tool_calls, ceiling = budget.get("max_tool_calls"), budget.get("ceiling")
         self.max_tool_calls: int | None = None if tool_calls is None else int(tool_calls)
         self.budget_ceiling: int | None = None if ceiling is None else int(ceiling)
+        called = sorted({x.effect for x in model.sites})  # the effects the policy calls, in one order
         counting = self.max_tool_calls is not None or any(x.max_calls is not None for x in model.sites)
-        self.counted = sorted({x.effect for x in model.sites}) if counting else []
+        self.counted = called if counting else []
         self.counter_of = {effect: k for k, effect in enumerate(self.counted)}
         # Set by the liveness report to learn why an enabled command made no move (`blocked`).
         self.recording: dict[tuple[State, int], str] | None = None
@@ -260,7 +261,7 @@ class Explorer:
             carry=1 if self.budget_ceiling is not None and model.sites else 0,
             abandons=1 if model.sites else 0,
         )
-        self.abandon_bit = {effect: 1 << k for k, effect in enumerate(sorted({x.effect for x in model.sites}))}
+        self.abandon_bit = {effect: 1 << k for k, effect in enumerate(called)}
         compiler = ExpressionCompiler(model, self.space if self.symbolic else None)
         self.compiler = compiler
         self.guards = [compiler.function(t["guard"]) for t in model.transitions]
