@@ -122,6 +122,12 @@ class Bundle:
 _TABLES: dict[str, tuple[TransitionTable, dict[str, Any], _Index]] = {}
 
 
+# The bundle of one verified `StoredBundle` object, by identity: the store hands the same object out
+# for the same verified bytes (runtime/store/_store.py `_VERIFIED`), and the entry holds that object,
+# so its id cannot be reused while the entry lives.
+_BUNDLES: dict[int, tuple[StoredBundle, Bundle]] = {}
+
+
 def bundle_of(stored: StoredBundle) -> Bundle:
     """The bundle with its transitions.json read through the kernel's `TransitionTable`.
 
@@ -132,6 +138,9 @@ def bundle_of(stored: StoredBundle) -> Bundle:
     it is shared by every load of the same bytes, whose hashes the store has
     just re-checked.
     """
+    known = _BUNDLES.get(id(stored))
+    if known is not None and known[0] is stored:
+        return known[1]
     data = stored.files[TRANSITIONS_PATH]
     digest = hash_bytes(data)
     found = _TABLES.get(digest)
@@ -141,7 +150,11 @@ def bundle_of(stored: StoredBundle) -> Bundle:
         if len(_TABLES) >= 64:
             _TABLES.clear()
         _TABLES[digest] = found
-    return Bundle(stored, found[1], found[0], found[2])
+    bundle = Bundle(stored, found[1], found[0], found[2])
+    if len(_BUNDLES) >= 64:
+        _BUNDLES.clear()
+    _BUNDLES[id(stored)] = (stored, bundle)
+    return bundle
 
 
 def _read_table(manifest_hash: str, data: bytes) -> tuple[TransitionTable, dict[str, Any]]:
