@@ -136,10 +136,10 @@ def fresh_store(backend: str, postgres: str, directory: Path) -> Iterator[tuple[
             admin.execute(f'DROP SCHEMA "{schema}_ledger" CASCADE')
 
 
-def raw_ddl() -> list[str]:
-    """The runtime's own DDL for agreements, events and outbox, renamed to `raw_*` copies."""
+def raw_ddl(backend: str) -> list[str]:
+    """The runtime's own DDL for agreements, events and outbox on `backend`, renamed to `raw_*` copies."""
     out = []
-    for statement in (s for m in MIGRATIONS for s in m.statements):
+    for statement in (s for m in MIGRATIONS if backend in m.backends for s in m.statements):
         target = re.search(r"(?:TABLE|ON) (\w+)", statement)
         if target is None or target.group(1) not in RAW_TABLES:
             continue
@@ -165,7 +165,7 @@ def prepare(url: str) -> None:
     with open_store(url) as store:
         activate(store, verify_bundle(files, trust.to_bytes(), now=datetime(2026, 6, 1, tzinfo=UTC)))
         with store.transaction() as db:
-            for statement in raw_ddl():
+            for statement in raw_ddl(db.name):
                 db.execute(statement.format(blob=db.blob_type))
 
 

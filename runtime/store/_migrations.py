@@ -1,13 +1,15 @@
 """Versioned schema migrations: ordered SQL, applied once, recorded in `schema_migrations`.
 
 One schema for both backends; the only substitution is `{blob}` (the
-binary column type). Applying is idempotent and runs under the store's
+binary column type), and a migration may change one backend's schema only
+(`Migration.backends`: PostgreSQL's 32-bit INTEGER, migration 9). Applying is idempotent and runs under the store's
 writer lock in one transaction, so two processes opening a new store at
 once cannot both create it, and a half-applied migration never exists.
 A store whose recorded migrations this release does not know (a newer
 pactwright wrote it, or the history was edited) is refused, never guessed at.
 
-Times are RFC 3339 UTC text and flags are 0/1 integers: both compare and
+Activation times are RFC 3339 UTC text, the runtime's times epoch seconds
+in 64-bit integer columns, and flags 0/1 integers: all compare and
 round-trip identically in SQLite and PostgreSQL.
 """
 
@@ -24,8 +26,24 @@ class Migration:
     version: int
     name: str
     statements: tuple[str, ...]
+    # The backends whose schema the statements change; on the others the migration changes nothing
+    # and is still recorded, so every store of one release has the same migration history.
+    backends: tuple[str, ...] = ("sqlite", "postgresql")
 
 
+# Every column holding epoch seconds (or `effect_worker.NEVER`), by table: PostgreSQL's INTEGER is
+# 32 bits, and would refuse every write after 2038-01-19T03:14:07Z; SQLite's INTEGER is 64 bits already.
+_TIME_COLUMNS = (
+    ("agreements", ("opened_at", "updated_at")),
+    ("events", ("committed_at",)),
+    ("outbox", ("lease_until", "created_at", "updated_at")),
+    ("approvals", ("granted_at", "consumed_at")),
+    ("parties", ("added_at",)),
+    ("effects", ("lease_until", "next_at", "created_at", "updated_at")),
+    ("approval_requests", ("expires_at", "created_at", "decided_at")),
+    ("limits", ("window_start", "window_seconds", "updated_at")),
+    ("tokens", ("created_at", "revoked_at")),
+)
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -347,6 +365,15 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE evidence_chain RENAME TO evidence",
         ),
     ),
+    Migration(
+        9,
+        "times as 64-bit integers",
+        tuple(
+            f"ALTER TABLE {table} " + ", ".join(f"ALTER COLUMN {c} TYPE BIGINT" for c in columns)
+            for table, columns in _TIME_COLUMNS
+        ),
+        backends=("postgresql",),
+    ),
 )
 # The migration that created the effect, approval-request and party tables.
 EFFECT_TABLES = 4
@@ -425,7 +452,7 @@ def migrate(backend: Backend) -> int:
         for migration in MIGRATIONS:
             if migration.version in recorded:
                 continue
-            for statement in migration.statements:
+            for statement in migration.statements if backend.name in migration.backends else ():
                 backend.execute(statement.format(blob=backend.blob_type))
             backend.execute(
                 "INSERT INTO schema_migrations (version, name) VALUES (?, ?)", (migration.version, migration.name)
