@@ -13,19 +13,17 @@ Real processes, real SIGKILL, a real HTTP provider, both backends.
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from pactwright.runtime.effect_worker import CRASH_ENV, CRASH_POINTS, NEVER
+from pactwright.runtime.effect_worker import CRASH_POINTS, NEVER
 from pactwright.runtime.provider_sim import start_simulator
 from tests.signed_bundles import BACKENDS
 from tests.test_abandon_compensate_attacks import ONCE_COMPENSATION
 from tests.test_budget_inflight_attacks import _adapter_for, _any_store, _open, _step, _submit
+from tests.test_effect_crash import _worker
 from tests.test_liveness_attacks import T0
 
 # crash point -> (phase of `release_hold`, phase of `hold`, requests `release_hold` reached the provider with).
@@ -37,17 +35,6 @@ EXPECTED = {
     "after_send": ("abandoned_uncertain", "compensation_required", 1),
     "after_outcome": ("acknowledged", "compensated", 1),
 }
-
-
-def _worker(url: str, routes: Path, clock: Path, crash: str | None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != CRASH_ENV}
-    if crash is not None:
-        env[CRASH_ENV] = crash
-    return subprocess.run(
-        [sys.executable, "-m", "pactwright.cli.main", "worker", "--store", url, "--drain", "--providers",
-         str(routes), "--clock-file", str(clock), "--lease-seconds", "5"],
-        capture_output=True, text=True, env=env, timeout=120, check=False,
-    )  # fmt: skip
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
