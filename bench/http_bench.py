@@ -7,7 +7,7 @@ activated as bench/runtime_bench.py does:
 - `python-api`: N client processes (separate interpreters, `spawn`, each
   with its own store connection) calling `pactwright.runtime.submit`;
 - `http`: `pactwright serve --threads 8` as its own process on loopback, and
-  N client processes, each with one keep-alive httpx connection, sending
+  N client processes, each with one keep-alive httpx2 connection, sending
   `POST /v1/agreements/{id}/commands` with a bearer token of the party that
   holds the command's role (the buyer's for `fund` and `release`, the
   seller's for `deliver`), each command's `Idempotency-Key` its own. N
@@ -100,15 +100,15 @@ def serving(url: str, ledger: str, clock_file: Path) -> Iterator[str]:
 
 def http_client(job: HttpJob, barrier: Any, results: Any) -> None:
     """Open the agreements over HTTP, wait at the barrier, send the commands one at a time, report."""
-    import httpx
+    import httpx2
 
     def auth(party: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {job.tokens[party]}"}
 
     # TCP_NODELAY, as curl and most HTTP clients set it: without it a POST written as headers then body
     # waits ~40 ms on Nagle's algorithm and the server's delayed ACK, which would measure the kernel.
-    nodelay = httpx.HTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
-    with httpx.Client(base_url=job.base, timeout=120, transport=nodelay) as client:
+    nodelay = httpx2.HTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+    with httpx2.Client(base_url=job.base, timeout=120, transport=nodelay) as client:
         for agreement_id in job.agreements:
             body = {"pact_id": PACT_ID, "id": agreement_id, "params": {"price": PRICE}, "parties": PARTIES}
             opened = client.post("/v1/agreements", json=body, headers=auth("alice"))

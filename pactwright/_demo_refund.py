@@ -48,9 +48,9 @@ def _sim(demo: Demo) -> tuple[subprocess.Popen[str], str]:
 
 
 def _control(url: str, path: str, body: dict[str, object] | None = None) -> dict[str, object]:
-    import httpx
+    import httpx2
 
-    response = httpx.post(url + path, json=body) if body is not None else httpx.get(url + path)
+    response = httpx2.post(url + path, json=body) if body is not None else httpx2.get(url + path)
     answer: dict[str, object] = response.json()
     return answer
 

@@ -16,7 +16,7 @@ and maps the answer by the wire protocol in docs/effects.md:
 | nothing sent (refused, unresolvable, connect timeout) | failed |
 | any other status (3xx, 202...) | mismatch |
 
-httpx is imported on first use so that CLI start-up never pays for it. Every
+httpx2 is imported on first use so that CLI start-up never pays for it. Every
 `detail` starts with its PW code and is scrubbed of every credential value
 the adapter could send, whatever the provider echoes.
 """
@@ -46,7 +46,7 @@ from pactwright.runtime._providers_file import (
 from pactwright.runtime.effect_adapter import EffectRequest, Lookup, Outcome, check_egress
 
 if TYPE_CHECKING:
-    import httpx
+    import httpx2
 
 __all__ = [
     "MAX_RESPONSE_BYTES",
@@ -168,7 +168,7 @@ def lookup_result(request: EffectRequest, status: int, body: bytes, oversized: b
 
 
 class HttpAdapter:
-    """The `EffectAdapter` over HTTP/1.1 with httpx: one connection per call, a deadline on the whole
+    """The `EffectAdapter` over HTTP/1.1 with httpx2: one connection per call, a deadline on the whole
     exchange, no redirects, no proxy or netrc settings from the environment.
 
     A connection of the call's own is what lets the deadline close it without
@@ -241,11 +241,11 @@ class HttpAdapter:
             headers["Authorization"] = f"Bearer {self._credentials.get(route.credential).reveal()}"
         return route, headers
 
-    def _fresh(self) -> httpx.Client:
+    def _fresh(self) -> httpx2.Client:
         """A client of the call's own: its connection can be closed at the deadline without touching others."""
-        import httpx
+        import httpx2
 
-        return httpx.Client(follow_redirects=False, trust_env=False, http1=True, http2=False)
+        return httpx2.Client(follow_redirects=False, trust_env=False, http1=True, http2=False)
 
     def _send(
         self, method: str, url: str, headers: dict[str, str], body: bytes, timeout_s: float
@@ -281,14 +281,14 @@ class HttpAdapter:
             watchdog.cancel()
             client.close()
 
-    def _exchange(self, client: httpx.Client, method: str, url: str, headers: dict[str, str], body: bytes,
+    def _exchange(self, client: httpx2.Client, method: str, url: str, headers: dict[str, str], body: bytes,
                   timeout_s: float) -> tuple[int, bytes, bool]:  # fmt: skip
-        import httpx
+        import httpx2
 
         deadline = time.monotonic() + timeout_s
         try:
             with client.stream(
-                method, url, headers=headers, content=body, timeout=httpx.Timeout(timeout_s)
+                method, url, headers=headers, content=body, timeout=httpx2.Timeout(timeout_s)
             ) as response:
                 chunks: list[bytes] = []
                 size = 0
@@ -300,13 +300,13 @@ class HttpAdapter:
                     if time.monotonic() > deadline:
                         raise _NoAnswer(f"the answer took longer than {timeout_s:g} s")
                 return response.status_code, b"".join(chunks), False
-        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol) as exc:
+        except (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.PoolTimeout, httpx2.UnsupportedProtocol) as exc:
             raise _NotSent(f"{type(exc).__name__}: {exc}") from None
-        except httpx.LocalProtocolError as exc:
+        except httpx2.LocalProtocolError as exc:
             raise _NotSent(f"request refused by the HTTP client: {exc}") from None
-        except httpx.TimeoutException as exc:
+        except httpx2.TimeoutException as exc:
             raise _NoAnswer(f"{type(exc).__name__} after {timeout_s:g} s") from None
-        except httpx.HTTPError as exc:
+        except httpx2.HTTPError as exc:
             raise _NoAnswer(f"{type(exc).__name__}: {exc}") from None
 
     def _scrub(self, text: str) -> str:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 from starlette.testclient import TestClient
 
 from pactwright.runtime.approvals import decision_statement
@@ -31,7 +31,7 @@ def headers(env: Env, party: str, key: str | None = None) -> dict[str, str]:
     return {**env.auth(party), **({"Idempotency-Key": key} if key is not None else {})}
 
 
-def same_as_unknown(hidden: httpx.Response, unknown: httpx.Response, hidden_id: str, unknown_id: str) -> None:
+def same_as_unknown(hidden: httpx2.Response, unknown: httpx2.Response, hidden_id: str, unknown_id: str) -> None:
     """`hidden` is, byte for byte, the answer for an unknown id with that id in its place."""
     assert len(hidden_id) == len(unknown_id)
     assert hidden.status_code == unknown.status_code == 404

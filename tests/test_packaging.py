@@ -24,7 +24,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from pactwright import __version__
@@ -155,9 +155,9 @@ def test_installed_wheel_serves_http(installed: Installed, tmp_path: Path) -> No
         line = server.stdout.readline() if ready else ""
         match = re.fullmatch(r"listening on (http://127\.0\.0\.1:\d+)\n", line)
         assert match, f"no `listening on` line from serve: {line!r}"
-        health = httpx.get(f"{match[1]}/healthz", timeout=10)
+        health = httpx2.get(f"{match[1]}/healthz", timeout=10)
         assert (health.status_code, health.json()) == (200, {"status": "ok"})
-        spec = httpx.get(f"{match[1]}/openapi.json", timeout=10)
+        spec = httpx2.get(f"{match[1]}/openapi.json", timeout=10)
         assert spec.status_code == 200
         assert spec.json()["paths"], "the published OpenAPI document lists no paths"
     finally:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 from starlette.testclient import TestClient
 
 from pactwright.runtime.clock import TestClock
@@ -72,7 +72,7 @@ def service_env(backend: str, directory: Path, policy: Path = MARKETPLACE,
         yield Env(url, str(directory / "ledger.sqlite"), tokens, ids, TestClock(T0))
 
 
-def problem_of(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
+def problem_of(response: httpx2.Response, status: int, code: str) -> dict[str, Any]:
     """The response's problem document, checked: its status, media type, shape and code."""
     assert response.status_code == status, (response.status_code, response.text)
     assert response.headers["content-type"] == "application/problem+json", response.headers

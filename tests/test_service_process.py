@@ -1,4 +1,4 @@
-"""`pactwright serve` as a real OS process, called over loopback with httpx; and on a deploy host.
+"""`pactwright serve` as a real OS process, called over loopback with httpx2; and on a deploy host.
 
 The deploy-host run starts `serve` in a fresh interpreter whose
 `sys.meta_path` refuses lark, jinja2, networkx and z3 (the child of
@@ -17,7 +17,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from tests.signed_bundles import BACKENDS
@@ -48,7 +48,7 @@ def _stop(process: subprocess.Popen[str]) -> tuple[int, str, str]:
 
 
 def _exercise(env: Env, base: str) -> None:
-    with httpx.Client(base_url=base, timeout=30) as client:
+    with httpx2.Client(base_url=base, timeout=30) as client:
         assert client.get("/healthz").json() == {"status": "ok"}
         assert client.get("/readyz").status_code == 200
         assert client.post("/v1/agreements", json=OPEN_BODY, headers=env.auth("alice")).status_code == 201
@@ -76,7 +76,7 @@ def test_serve_works_without_the_compiler_stack(tmp_path: Path) -> None:
         command = [sys.executable, "-c", _CHILD, "serve", "--store", env.store, "--ledger", env.ledger, "--port", "0"]
         with serving(command) as (base, process):
             _exercise(env, base)
-            with httpx.Client(base_url=base, timeout=30) as client:
+            with httpx2.Client(base_url=base, timeout=30) as client:
                 page = client.get("/review/agreements/a1", headers=env.auth("alice"))
             assert (page.status_code, page.json()["code"]) == (501, "PW687")
             code, out, err = _stop(process)

@@ -26,7 +26,7 @@ from multiprocessing.synchronize import Barrier
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from pactwright.runtime import TestClock, open_agreement, submit
@@ -79,7 +79,7 @@ def _disputed(store_url: str) -> list[tuple[str, bool]]:
 def _racer(base: str, token: str, transition: str, plan: list[tuple[str, bool]], barrier: Barrier, out: Any) -> None:
     """One client process: before each race it meets the other at the barrier, then submits `transition`."""
     outcomes = []
-    with httpx.Client(base_url=base, timeout=60, headers={"Authorization": f"Bearer {token}"}) as client:
+    with httpx2.Client(base_url=base, timeout=60, headers={"Authorization": f"Bearer {token}"}) as client:
         assert client.get("/healthz").status_code == 200  # the connection is open before the first race
         for agreement, pinned in plan:
             body: dict[str, Any] = {"transition": transition, "role": "arbiter"}
@@ -115,7 +115,7 @@ def test_two_client_processes_race_to_settle_over_http_and_exactly_one_settles(l
         assert len(committed) == 1, (agreement, answers)
         winners[agreement] = committed[0]
         ((status, media, text),) = [a for t, a in answers.items() if t != committed[0]]
-        response = httpx.Response(status, headers={"content-type": media or ""}, content=text.encode())
+        response = httpx2.Response(status, headers={"content-type": media or ""}, content=text.encode())
         code = response.json().get("code")
         assert code in ("PW509", "PW510"), (agreement, answers)
         problem_of(response, 409, code)
@@ -139,7 +139,7 @@ def test_two_client_processes_race_to_settle_over_http_and_exactly_one_settles(l
         assert ledger.asset_totals() == {"EUR/2": 0}
     assert settled == dict.fromkeys(winners, 1)
 
-    with httpx.Client(base_url=live.base, timeout=30, headers=live.env.auth("carol")) as client:
+    with httpx2.Client(base_url=live.base, timeout=30, headers=live.env.auth("carol")) as client:
         for agreement, _ in plan:
             shown = client.get(f"/v1/agreements/{agreement}")
             assert shown.status_code == 200, shown.text

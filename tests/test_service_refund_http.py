@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 
 from pactwright.runtime.approvals import decision_statement
 from pactwright.runtime.provider_sim import start_simulator
@@ -45,7 +45,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
                           timeout=120, check=False)  # fmt: skip
 
 
-def _granted(client: httpx.Client, auth: Any) -> dict[str, Any]:
+def _granted(client: httpx2.Client, auth: Any) -> dict[str, Any]:
     """Open r1, assess it, park `issue` and grant it with rita's signed proof: the committed refund command."""
     assert client.post("/v1/agreements", json=OPEN, headers=auth("sam")).status_code == 201
     assessed = client.post("/v1/agreements/r1/commands", json={"transition": "assess", "role": "assistant"},
@@ -69,7 +69,7 @@ def test_a_lost_refund_response_is_parked_listed_and_reconciled_through_the_api(
     with start_simulator() as sim, service_env("postgresql", tmp_path, SUPPORT, REGISTRY, keyed=keyed) as env:
         command = [sys.executable, "-m", "pactwright.cli.main", "serve", "--store", env.store, "--ledger", env.ledger,
                    "--port", "0", "--clock-file", str(clock)]  # fmt: skip
-        with serving(command) as (base, _), httpx.Client(base_url=base, timeout=30) as client:
+        with serving(command) as (base, _), httpx2.Client(base_url=base, timeout=30) as client:
             result = _granted(client, env.auth)
             assert (result["state"], [c["effect"] for c in result["effects"]]) == ("refunded", ["refund_payment"])
 

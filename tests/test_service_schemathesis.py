@@ -251,9 +251,9 @@ def _opened_submitted_shown(steps: list[tuple[str, int, str]]) -> bool:
 
 
 def test_the_published_document_links_open_to_submit_and_show(live: Live) -> None:
-    import httpx
+    import httpx2
 
-    doc = httpx.get(f"{live.base}/openapi.json", timeout=30).json()
+    doc = httpx2.get(f"{live.base}/openapi.json", timeout=30).json()
     opened = doc["paths"]["/v1/agreements"]["post"]["responses"]["201"]["links"]
     assert opened["submitCommand"] == {"operationId": "submitCommand", "parameters": {"path.id": "$response.body#/id"}}
     assert opened["showAgreement"]["parameters"] == {"path.id": "$response.body#/id"}
@@ -271,13 +271,13 @@ def test_an_unknown_query_parameter_is_refused_not_ignored(query: str, name: str
     """Found from a schemathesis report (`query: violates additionalProperties` accepted with 200): a misspelt
     filter was ignored, so `?parkd=true` listed every effect call instead of the parked ones. Bodies refuse
     unknown fields; so do queries now (PW684, naming the parameter), and nothing is listed."""
-    import httpx
+    import httpx2
 
     from tests.test_service_env import problem_of
 
-    response = httpx.get(f"{live.base}/v1/effects?{query}", headers=live.env.auth("ops"), timeout=30)
+    response = httpx2.get(f"{live.base}/v1/effects?{query}", headers=live.env.auth("ops"), timeout=30)
     doc = problem_of(response, 422, "PW684")
     assert doc["field"] == name
     assert doc["expected"] == "agreement, parked"
-    listed = httpx.get(f"{live.base}/v1/effects?parked=true&agreement=a1", headers=live.env.auth("ops"), timeout=30)
+    listed = httpx2.get(f"{live.base}/v1/effects?parked=true&agreement=a1", headers=live.env.auth("ops"), timeout=30)
     assert listed.status_code == 200, listed.text
