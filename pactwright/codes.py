@@ -98,6 +98,7 @@ CODES: dict[str, str] = {
     "PW186": "limit per a role that is not a party role",
     "PW187": "expression chain too long",
     "PW188": "role named like the store's operator role",
+    "PW189": "name, pact id or account address too long",
     "PW199": "policy has blockers; nothing was produced",
     # PW2xx: compile
     "PW201": "cannot write the bundle",
@@ -235,7 +236,7 @@ CODES: dict[str, str] = {
     "PW583": "evidence records reordered",
     "PW584": "evidence chain broken",
     "PW585": "evidence row disagrees with its record",
-    "PW586": "evidence disagrees with the event log",
+    "PW586": "evidence disagrees with the store's tables",
     "PW587": "evidence head differs from the recorded head",
     "PW588": "no evidence records",
     # PW600-PW619: approvals with previews and the party registry (runtime/approvals.py, runtime/parties.py)

@@ -17,7 +17,7 @@ from pactwright.canonical import canonical_bytes, hash_bytes, load_json
 from pactwright.errors import CommandError, PactwrightError
 from pactwright.runtime._evaluate import Value, View, typed_value
 from pactwright.runtime.store import Store, StoredBundle
-from pactwright.runtime.store._backend import Backend
+from pactwright.runtime.store._backend import Backend, storable
 
 if TYPE_CHECKING:
     from pactwright.bundle_models import TransitionTable
@@ -313,7 +313,7 @@ def _from_row(row: tuple[Any, ...]) -> Agreement:
 
 
 def unknown(agreement_id: str) -> CommandError:
-    shown = agreement_id.replace("\x00", "\\0")
+    shown = agreement_id.replace("\x00", "\\0").encode("utf-8", "backslashreplace").decode("utf-8")
     return CommandError(
         f"there is no agreement `{shown}` in the store",
         code="PW501",
@@ -323,7 +323,7 @@ def unknown(agreement_id: str) -> CommandError:
 
 def read(db: Backend, agreement_id: str, *, lock: bool) -> Agreement:
     """The agreement's row; with `lock`, held until the transaction ends (FOR UPDATE on PostgreSQL)."""
-    if "\x00" in agreement_id:  # no stored id holds one (open refuses it); PostgreSQL text cannot either
+    if not storable(agreement_id):  # no stored id holds NUL or invalid UTF-8 (open refuses both)
         raise unknown(agreement_id)
     suffix = " FOR UPDATE" if lock and db.name == "postgresql" else ""
     rows = db.query(f"SELECT {COLUMNS} FROM agreements WHERE id = ?{suffix}", (agreement_id,))  # noqa: S608

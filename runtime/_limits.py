@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pactwright.errors import CommandError
-from pactwright.money import format_money
+from pactwright.money import MAX_DIGITS, format_money
 from pactwright.runtime.effect_payload import PlannedCall
 from pactwright.runtime.store._backend import Backend
 
@@ -58,7 +58,11 @@ _LOCKED = _SELECT + " FOR UPDATE"
 
 
 def _utc(seconds: int) -> str:
-    return datetime.datetime.fromtimestamp(seconds, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """The instant in UTC; one past year 9999 (a window may be that long) in epoch seconds."""
+    try:
+        return datetime.datetime.fromtimestamp(seconds, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except (OverflowError, ValueError, OSError):
+        return f"{seconds} s after the epoch"
 
 
 def _window_text(seconds: int) -> str:
@@ -81,7 +85,7 @@ def _read(db: Backend, key: tuple[str, str, int, int, str], *, lock: bool, now: 
     if not found:
         return 0
     text = found[0][0]
-    if not isinstance(text, str) or not text.isascii() or not text.isdigit() or len(text) > 40:
+    if not isinstance(text, str) or not text.isascii() or not text.isdigit() or len(text) > MAX_DIGITS:
         raise CommandError(
             f"the store's usage of limit `{key[1]}` for the window starting {_utc(key[2])} is unreadable",
             code="PW529",

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pactwright.errors import CommandError, MoneyError, StoreError
+from pactwright.errors import CommandError, MoneyError, StoreError, UsageError
 from pactwright.money import Percent, format_money, parse_money
 from pactwright.runtime import _agreement as rows
 from pactwright.runtime._agreement import Agreement, Bundle, bundle_of
@@ -29,6 +29,8 @@ from pactwright.runtime.store._migrations import LATEST
 __all__ = ["AgreementView", "check_open", "invariant_values", "open_agreement", "show"]
 
 ID_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+# The most events `show` lists: an agreement's whole history is `evidence`'s job.
+MAX_LAST = 10_000
 _SEGMENT_RE = re.compile(r"[A-Za-z0-9_-]{1,128}")
 _PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -304,7 +306,10 @@ def show(store: Store, agreement_id: str, last: int = 10, ledger: Ledger | None 
 
     With `ledger`, also its accounts' balances as the ledger holds them (an
     account shared by agreements, such as a platform's fees, holds all of them).
+    `last` is how many of the latest events to list, 0 to MAX_LAST.
     """
+    if type(last) is not int or not 0 <= last <= MAX_LAST:
+        raise UsageError(f"`last` is a whole number of events from 0 to {MAX_LAST}", field="last", found=str(last))
     with store.transaction(write=False) as db:
         agreement = rows.read(db, agreement_id, lock=False)
         bundle = rows.load_bundle(store, db, agreement)

@@ -114,8 +114,10 @@ def list_effects(store: Store, *, parked: bool = False, agreement_id: str | None
     if where:
         sql += " WHERE " + " AND ".join(where)
     with store.transaction(write=False) as db:
-        found = db.query(sql + " ORDER BY agreement_id, event_seq, call_index, id", params)
-    return [EffectRecord.of(r) for r in found]
+        found = db.query(sql, params)
+    # Sorted here, by code point: ORDER BY on text follows the database's collation, which differs.
+    records = [EffectRecord.of(r) for r in found]
+    return sorted(records, key=lambda r: (r.agreement_id, r.event_seq, r.call_index, r.id))
 
 
 def _find(db: Backend, agreement_id: str, effect: str) -> EffectRecord:

@@ -64,6 +64,8 @@ __all__ = ["CRASH_ENV", "CRASH_POINTS", "EffectStep", "EffectWorker"]
 CRASH_ENV: Final = "PACTWRIGHT_TEST_EFFECT_CRASH_AT"
 CRASH_POINTS: Final = ("after_claim", "after_dispatched", "after_send", "after_outcome")
 DEFAULT_LEASE: Final = 60
+# A lease longer than a year would hold a dead worker's row past any operator's patience.
+MAX_LEASE: Final = 366 * 86_400
 MAX_BACKOFF: Final = 300
 GOOD: Final = frozenset({"acknowledged", "reconciled_recovered"})
 # A call in one of these phases was given up: the calls after it in the same event are cancelled.
@@ -146,8 +148,8 @@ class EffectWorker:
 
     def __init__(self, store: Store, adapter: EffectAdapter, clock: Clock | None = None, *,
                  owner: str | None = None, lease_seconds: int = DEFAULT_LEASE) -> None:  # fmt: skip
-        if lease_seconds < 1:
-            raise UsageError("a lease lasts at least 1 second", field="lease_seconds", found=str(lease_seconds))
+        if not 1 <= lease_seconds <= MAX_LEASE:
+            raise UsageError(f"a lease lasts 1 to {MAX_LEASE} seconds", field="lease_seconds", found=str(lease_seconds))
         self.store = store
         self.adapter = adapter
         self.clock = clock or SystemClock()

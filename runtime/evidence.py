@@ -33,6 +33,7 @@ from pactwright.runtime import _agreement as rows
 from pactwright.runtime._agreement import Agreement, Bundle
 from pactwright.runtime._evidence_chain import ChainCheck, Problem, check_chain
 from pactwright.runtime._evidence_effects import effect_claims, effect_limits, has_effect_tables
+from pactwright.runtime._evidence_tables import check_tables
 from pactwright.runtime.store import Store
 from pactwright.runtime.store._backend import Backend
 
@@ -205,6 +206,11 @@ def _limits(bundle: Bundle, agreement: Agreement, chain: ChainCheck, ledger: lis
             out.append(f"that `{entry['reference']}` settled: its delivery was quarantined ({entry['last_error']})")
         elif entry["matches"] is False:
             out.append(f"that `{entry['reference']}` settled as committed: the ledger's postings differ")
+        else:
+            out.append(
+                f"that the ledger still holds `{entry['reference']}`: the store kept what the ledger "
+                "returned at delivery; `pactwright show --ledger URL` shows the balances it holds now"
+            )
     if not chain.ok:
         out.append("anything the broken records would support: the evidence chain does not verify")
     out += [f"(from the bundle's verification report) {item}" for item in _report_limits(bundle) if item not in out]
@@ -216,18 +222,36 @@ def _load(db: Backend, store: Store, agreement_id: str) -> tuple[Agreement, Bund
     return agreement, rows.load_bundle(store, db, agreement)
 
 
+def _checked(db: Backend, store: Store, agreement: Agreement, expect_head: str | None = None) -> ChainCheck:
+    """The chain walked and cross-checked, and, when it is intact, every table the evidence speaks from
+    replayed from its records and compared (runtime/_evidence_tables.py): what verifies is what may be claimed."""
+    chain = check_chain(db, agreement, expect_head)
+    if any(p.code != "PW587" for p in chain.problems):  # broken records replay into noise: named already
+        return chain
+    try:
+        doc = rows.load_bundle(store, db, agreement, ()).doc
+    except PactwrightError as exc:
+        chain.problems.append(Problem("PW586", None, f"the agreement's bundle does not load, so its effect calls "
+                                                     f"cannot be checked: {exc.message}"))  # fmt: skip
+        return chain
+    found = check_tables(db, agreement, doc, chain.records, has_effect_tables(db))
+    chain.problems.extend(Problem("PW586", seq, message) for seq, message in found)
+    return chain
+
+
 def verify_evidence(store: Store, agreement_id: str, expect_head: str | None = None) -> ChainCheck:
-    """Re-walk the agreement's chain (PW501 if there is no such agreement); problems are in the result."""
+    """Re-walk the agreement's chain and the tables it supports (PW501 if there is no such agreement);
+    problems are in the result."""
     with store.transaction(write=False) as db:
         agreement = rows.read(db, agreement_id, lock=False)
-        return check_chain(db, agreement, expect_head)
+        return _checked(db, store, agreement, expect_head)
 
 
 def evidence(store: Store, agreement_id: str) -> EvidenceReport:
     """The claim, its support and its limits for one agreement, from one consistent read."""
     with store.transaction(write=False) as db:
         agreement, bundle = _load(db, store, agreement_id)
-        chain = check_chain(db, agreement)
+        chain = _checked(db, store, agreement)
         ledger = _ledger(db, agreement_id)
         approvals = _approvals(db, agreement_id)
         calls = effect_claims(db, bundle, agreement_id, chain.records, has_effect_tables(db))
@@ -256,7 +280,11 @@ def evidence(store: Store, agreement_id: str) -> EvidenceReport:
 def _ledger_line(entry: Mapping[str, Any]) -> str:
     status = str(entry["status"])
     if status == "delivered":
-        verdict = "the ledger's postings equal the expected ones" if entry["matches"] else "postings DIFFER"
+        verdict = (
+            "the postings the ledger returned at delivery equal the expected ones"
+            if entry["matches"]
+            else "postings DIFFER"
+        )
         return f"  ledger {entry['reference']}: delivered, {verdict}"
     if status == "quarantined":
         return f"  ledger {entry['reference']}: QUARANTINED ({entry['last_error']})"

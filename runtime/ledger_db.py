@@ -30,6 +30,7 @@ from typing import Any, Final
 
 from pactwright.canonical import canonical_bytes, load_json
 from pactwright.errors import LedgerError, PactwrightError, UsageError
+from pactwright.runtime.store._backend import storable
 
 from ._ledger_common import (
     check_reference,
@@ -82,6 +83,8 @@ class DurableLedger:
         given = check_variables(variables)
         if not isinstance(program_text, str):
             raise LedgerError(f"a ledger program must be text, found `{type(program_text).__name__}`", code="PW751")
+        if not storable(program_text):  # a comment may hold anything, but no database holds NUL alike
+            raise LedgerError("a ledger program holds NUL or text that is not UTF-8", code="PW751")
         program = parse_program(program_text)
         # A retry after a lost response is the common repeat: answer it without a write lock.
         prior = self._stored(reference)

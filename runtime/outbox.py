@@ -77,9 +77,11 @@ def list_entries(store: Store, *, quarantined: bool = False, agreement_id: str |
         found = db.query(
             "SELECT reference, agreement_id, event_seq, group_index, status, program_path, attempts, "  # noqa: S608
             "expected_postings, delivered_postings, last_error, lease_owner, lease_until FROM outbox "
-            f"WHERE {' AND '.join(where)} ORDER BY agreement_id, event_seq, group_index",
+            f"WHERE {' AND '.join(where)}",
             params,
         )
+    # Sorted here, by code point: ORDER BY on text follows the database's collation, which differs.
+    found = sorted(found, key=lambda row: (str(row[1]), int(row[2]), int(row[3])))
     return [
         OutboxEntry(
             str(ref),

@@ -98,8 +98,10 @@ def list_parties(store: Store) -> list[Party]:
     with store.transaction(write=False) as db:
         if not db.has_table("parties"):
             return []
-        found = db.query("SELECT party, role, public_key, added_at FROM parties ORDER BY party, role")
-    return [Party(str(p), str(r), None if k is None else str(k), int(a)) for p, r, k, a in found]
+        found = db.query("SELECT party, role, public_key, added_at FROM parties")
+    # Sorted here, by code point: ORDER BY on text follows the database's collation, which differs.
+    return sorted((Party(str(p), str(r), None if k is None else str(k), int(a)) for p, r, k, a in found),
+                  key=lambda party: (party.party, party.role))  # fmt: skip
 
 
 def key_for(db: Backend, party: str, role: str) -> bytes | None:

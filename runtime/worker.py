@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from pactwright.errors import LedgerError, PactwrightError, UsageError
+from pactwright.money import MAX_DIGITS
 from pactwright.runtime import _agreement as rows
 from pactwright.runtime import _loop as loop
 from pactwright.runtime._worker_compare import Mismatch, compare, ledger_side, normalize_expected
@@ -58,6 +59,8 @@ CRASH_ENV: Final = "PACTWRIGHT_TEST_CRASH_AT"
 CRASH_POINTS: Final = ("after_claim", "after_ledger_apply", "during_compare", "after_mark")
 TRANSIENT: Final = frozenset({"PW550", "PW552"})
 DEFAULT_LEASE: Final = 60
+# A lease longer than a year would hold a dead worker's row past any operator's patience.
+MAX_LEASE: Final = 366 * 86_400
 MAX_BACKOFF: Final = 300
 
 # The first due entry whose agreement has nothing undelivered before it (commit order).
@@ -67,8 +70,11 @@ _DUE = (
     "WHERE o.status = 'pending' AND (o.lease_until IS NULL OR o.lease_until <= ?) "
     "AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.agreement_id = o.agreement_id AND e.status <> 'delivered' "
     "AND (e.event_seq < o.event_seq OR (e.event_seq = o.event_seq AND e.group_index < o.group_index))) "
-    "ORDER BY o.created_at, o.agreement_id, o.event_seq, o.group_index LIMIT 1"
+    "ORDER BY o.created_at, o.agreement_id{collate}, o.event_seq, o.group_index LIMIT 1"
 )
+# Agreements due at one instant go in code-point order of their ids on both backends: SQLite compares
+# text byte by byte; PostgreSQL follows the database's collation unless told "C".
+_DUE_SQL = {"sqlite": _DUE.format(collate=""), "postgresql": _DUE.format(collate=' COLLATE "C"')}
 
 
 @dataclass(frozen=True)
@@ -122,8 +128,8 @@ class Worker:
         owner: str | None = None,
         lease_seconds: int = DEFAULT_LEASE,
     ) -> None:
-        if lease_seconds < 1:
-            raise UsageError("a lease lasts at least 1 second", field="lease_seconds", found=str(lease_seconds))
+        if not 1 <= lease_seconds <= MAX_LEASE:
+            raise UsageError(f"a lease lasts 1 to {MAX_LEASE} seconds", field="lease_seconds", found=str(lease_seconds))
         self.store = store
         self.ledger = ledger
         self.clock = clock or SystemClock()
@@ -159,7 +165,7 @@ class Worker:
             return None  # a store made before the outbox existed has nothing to deliver
         now = self._now()
         with self.store.transaction(write=True, exclusive=False) as db:
-            sql = _DUE + (" FOR UPDATE OF o SKIP LOCKED" if db.name == "postgresql" else "")
+            sql = _DUE_SQL[db.name] + (" FOR UPDATE OF o SKIP LOCKED" if db.name == "postgresql" else "")
             found = db.query(sql, (now,))
             if not found:
                 return None
@@ -244,7 +250,8 @@ class Worker:
         try:
             program = parse_program(claim.program_text or "")
             assets = {p["asset"] for p in expected}
-            funded = {(v, a): 10**30 for v in variables.values() for a in assets}
+            # Every account funded past any amount money can state (MAX_DIGITS), so only the arithmetic speaks.
+            funded = {(v, a): 10 ** (MAX_DIGITS + 1) for v in variables.values() for a in assets}
             moved = run_program(program, variables, funded)
         except PactwrightError as exc:
             raise Mismatch(f"the entry's program does not run on its variables: {exc.message}") from None

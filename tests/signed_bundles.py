@@ -248,6 +248,8 @@ def temporary_store(backend: str, directory: Path) -> Iterator[str]:
             yield f"{POSTGRES_URL}{separator}options=-csearch_path%3D{schema}"
         finally:
             admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
+            # `open_ledger(None, url)` puts the store's default ledger in a sibling schema: dropped too.
+            admin.execute(f'DROP SCHEMA IF EXISTS "{schema}_ledger" CASCADE')
 
 
 def dump(url: str) -> dict[str, list[tuple[Any, ...]]]:

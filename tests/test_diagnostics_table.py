@@ -104,6 +104,7 @@ ROWS = [
     # New in 1.1: only a name an expression or a split could not refer to is refused.
     ("reserved_word_param_now", wrap("param now: money = 1.00"), "PW109", 9, 7, "read as the keyword"),
     ("store_role_operator", wrap("role operator"), "PW188", 9, 6, "the store's own role"),
+    ("name_too_long", wrap("role " + "r" * 65), "PW189", 9, 6, "is 65 characters long; at most 64"),
     ("reserved_word_param_not", wrap("param not: money = 1.00"), "PW109", 9, 7, "in an expression"),
     ("reserved_word_param_final", wrap("param final: money = 1.00"), "PW109", 9, 7),
     ("reserved_word_param_remaining", wrap("param remaining: percent = 10%"), "PW109", 9, 7, "a split portion"),

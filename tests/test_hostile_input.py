@@ -85,8 +85,8 @@ HOSTILE: dict[str, tuple[bytes, str | None]] = {
     "nested_negation_10k": (_NESTED_NEGATIONS, "PW113"),
     # New in 1.1: a flat chain is not nesting (PW113) but too long a chain is PW187.
     "sum_of_10k_terms": (_LONG_SUM, "PW187"),
-    "long_name": (SKELETON + b"role " + b"r" * 1_000_000 + b"\n", None),
-    "long_string": (SKELETON + b'account z "' + b"a" * 1_000_000 + b'"\n', None),
+    "long_name": (SKELETON + b"role " + b"r" * 1_000_000 + b"\n", "PW189"),
+    "long_string": (SKELETON + b'account z "' + b"a" * 1_000_000 + b'"\n', "PW189"),
     "long_bad_string": (SKELETON + b'account z "' + b"a b" * 300_000 + b'"\n', "PW141"),
     "long_comment": (SKELETON + b"#" + b"x" * 2_000_000 + b"\n", None),
     "long_number": (SKELETON + b"param p: money = " + b"9" * 1_000_000 + b"\n", "PW104"),

@@ -179,7 +179,10 @@ def test_deliveries_support_the_claim_and_their_records_are_checked(url: str, tm
         assert [(e["reference"], e["status"], e["matches"]) for e in ledger_rows] == [
             ("a1/1/0", "delivered", True), ("a1/3/0", "delivered", True)]  # fmt: skip
         assert not any("reached the ledger" in item for item in report.doc["does_not_prove"])
-        assert "ledger a1/3/0: delivered, the ledger's postings equal the expected ones" in report.text()
+        assert (
+            "ledger a1/3/0: delivered, the postings the ledger returned at delivery equal the expected ones"
+            in report.text()
+        )
         with store.transaction() as db:
             last = db.query("SELECT MAX(seq) FROM evidence WHERE agreement_id = 'a1'")[0][0]
             db.execute("DELETE FROM evidence WHERE agreement_id = 'a1' AND seq = ?", (last,))

@@ -219,3 +219,34 @@ def _placeholders(ctx: CheckContext) -> Iterator[Diagnostic]:
                     span,
                     "placeholders are `{agreement}`, a role (its party id) or a text param",
                 )
+
+
+# The longest name, pact id and account address a policy may declare. The store indexes them (and a
+# ledger keys its accounts by address, with params and party names filled in); PostgreSQL refuses an
+# index entry past 2,704 bytes where SQLite takes any length, so without a bound one policy would run
+# on one backend and be refused mid-run on the other.
+MAX_NAME = 64
+MAX_PACT_ID = 128
+MAX_ADDRESS = 256
+
+
+@check("PW189")
+def name_lengths(ctx: CheckContext) -> Iterator[Diagnostic]:
+    header = ctx.sym.policy.header
+    if len(header.pact_id.value) > MAX_PACT_ID:
+        yield ctx.error("PW189", f"the pact id is {len(header.pact_id.value)} characters long; at most {MAX_PACT_ID}",
+                        header.pact_id.span, "use a shorter id, such as `team.policy`")  # fmt: skip
+    kinds = (("role", ctx.sym.roles), ("param", ctx.sym.params), ("account", ctx.sym.accounts),
+             ("effect", ctx.sym.effects), ("state", ctx.sym.states),
+             ("transition", ctx.sym.transitions), ("invariant", ctx.sym.invariants),
+             ("property", ctx.sym.properties), ("limit", ctx.sym.limits), ("stamp", ctx.sym.stamps))  # fmt: skip
+    for kind, decls in kinds:
+        for name, decl in decls.items():
+            if len(name) > MAX_NAME:
+                yield ctx.error("PW189", f"{kind} name `{name[:20]}...` is {len(name)} characters long; at most "
+                                f"{MAX_NAME}", decl.name.span, "use a shorter name")  # fmt: skip
+    for account in ctx.sym.accounts.values():
+        address = account.address.value
+        if len(address) > MAX_ADDRESS:
+            yield ctx.error("PW189", f"account `{account.name.name[:20]}` has an address of {len(address)} characters; "
+                            f"at most {MAX_ADDRESS}", account.address.span, "use a shorter address")  # fmt: skip

@@ -63,6 +63,11 @@ def storable(text: str) -> bool:
     return True
 
 
+def _too_big(exc: OverflowError) -> sqlite3.DataError:
+    """An integer past SQLite's 64 bits, refused as the driver error it is (PW709, as PostgreSQL refuses it)."""
+    return sqlite3.DataError(f"an integer does not fit a 64-bit column ({exc})")
+
+
 def unreachable(url: str, why: object) -> UsageError:
     return UsageError(
         f"cannot open the store `{url}`: {why}",
@@ -124,13 +129,22 @@ class SQLiteBackend:
             time.sleep(0.01)
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return [tuple(row) for row in self._conn.execute(sql, tuple(params)).fetchall()]
+        try:
+            return [tuple(row) for row in self._conn.execute(sql, tuple(params)).fetchall()]
+        except OverflowError as exc:
+            raise _too_big(exc) from None
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
-        self._conn.execute(sql, tuple(params))
+        try:
+            self._conn.execute(sql, tuple(params))
+        except OverflowError as exc:
+            raise _too_big(exc) from None
 
     def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        self._conn.executemany(sql, [tuple(row) for row in rows])
+        try:
+            self._conn.executemany(sql, [tuple(row) for row in rows])
+        except OverflowError as exc:
+            raise _too_big(exc) from None
 
     def query_many(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[tuple[Any, ...]]]:
         return [self.query(sql, params) for sql, params in statements]
@@ -153,8 +167,11 @@ class SQLiteBackend:
     def execute_all(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
         """Each write in order (in this process there is no round trip to save)."""
         execute = self._conn.execute
-        for sql, params in statements:
-            execute(sql, tuple(params))
+        try:
+            for sql, params in statements:
+                execute(sql, tuple(params))
+        except OverflowError as exc:
+            raise _too_big(exc) from None
 
     def has_table(self, name: str) -> bool:
         return bool(self.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)))
@@ -184,6 +201,11 @@ class PostgresBackend:
         return sql.replace("?", "%s")
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """The rows of a read. A value holding NUL matches no stored text: every write path refuses NUL
+        (`storable`), PostgreSQL's text type cannot hold it, and SQLite finds nothing equal to it; such a
+        read is answered with no rows here, as SQLite answers it, rather than refused by the server."""
+        if any(type(v) is str and "\x00" in v for v in params):
+            return []
         rows = self._conn.execute(self._sql(sql), tuple(params)).fetchall()
         return [tuple(bytes(v) if isinstance(v, memoryview) else v for v in row) for row in rows]
 
