@@ -153,6 +153,9 @@ def _cross_check(check: ChainCheck, agreement: Agreement, events: list[tuple[Any
             same = (record.get("manifest_hash"), record.get("params"), record.get("parties"),
                     record.get("accounts")) == (agreement.manifest_hash, agreement.params, agreement.parties,
                                                 agreement.accounts)  # fmt: skip
+            # The activation an agreement runs on (held since store migration 10; older records name the manifest only).
+            if "activation_id" in record and record.get("activation_id") != agreement.activation_id:
+                same = False
             if not same:
                 flag(seq, f"the `opened` record {seq} disagrees with agreement `{agreement.id}` as stored")
         elif record.get("kind") == "event":

@@ -96,7 +96,7 @@ def effect_claims(db: Backend, bundle: Bundle, agreement_id: str, records: list[
     transitions = {int(s): str(t) for s, t in db.query(
         "SELECT seq, transition FROM events WHERE agreement_id = ?", (agreement_id,))}  # fmt: skip
     previews, direct = _approvals(db, agreement_id), _direct(db, agreement_id)
-    dispatched = _records(records, "effect_dispatched")
+    dispatched, quarantines = _records(records, "effect_dispatched"), _records(records, "effect_quarantined")
     out = []
     for row in db.query(
         "SELECT id, event_seq, call_index, effect, phase, amount, payload_digest, idempotency_key, provider_ref, "
@@ -128,7 +128,13 @@ def effect_claims(db: Backend, bundle: Bundle, agreement_id: str, records: list[
             who = f"committed by `{transition}`"
         said = _SAID.get(phase, phase)
         if int(quarantined):
+            last = (quarantines.get(str(instance)) or [{}])[-1]
             said = "QUARANTINED: the provider's answer contradicted the request"
+            if last.get("sent") is False:
+                said = (
+                    "QUARANTINED: its row is not the call its event committed (PW644), so the worker refused "
+                    "it; " + ("nothing was ever sent" if not sent else f"sent {len(sent)} time(s) before")
+                )
         text = f"{what} was {who} and {said}"
         if ref:
             text += f" (provider ref {ref})"

@@ -14,7 +14,7 @@ a PW586 problem naming the table, the row and the field. Only what verifies
 here may be claimed.
 
 The effect replay follows the effect worker's rules (runtime/effect_worker.py
-`_after_phase`, `compensate_earlier`; runtime/effect_ops.py `resolve`): the
+`after_phase`, `compensate_earlier`, which runtime/effect_ops.py's resolutions share): the
 phase each record names, the calls before a given-up one in the same event
 that declare `compensate with E` becoming `compensation_required`, and the
 call a good compensation undoes becoming `compensated`.
@@ -27,9 +27,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pactwright.canonical import canonical_bytes, hash_bytes
+from pactwright.errors import PactwrightError
 from pactwright.protocol import ON_FAILED
 from pactwright.runtime import _agreement as rows
 from pactwright.runtime._agreement import Agreement
+from pactwright.runtime._compensation import derive
 from pactwright.runtime.store._backend import Backend
 
 __all__ = ["check_tables"]
@@ -37,22 +39,24 @@ __all__ = ["check_tables"]
 # Phases after which a call is settled well, and records whose `phase` is the call's new phase.
 _GOOD = frozenset({"acknowledged", "reconciled_recovered"})
 _OUTCOMES = ("effect_acknowledged", "effect_failed", "effect_uncertain", "effect_mismatch", "effect_quarantined")
-_EFFECT_FIELDS = ("effect", "event_seq", "call_index", "compensates", "phase", "amount", "idempotency_key",
-                  "payload_digest", "provider_ref", "quarantined", "resolution", "resolved_by", "reason")  # fmt: skip
+_EFFECT_FIELDS = ("effect", "strategy", "event_seq", "call_index", "compensates", "phase", "destination", "amount",
+                  "idempotency_key", "payload_digest", "provider_ref", "quarantined", "resolution", "resolved_by",
+                  "reason")  # fmt: skip
 
 
 @dataclass
 class _Call:
     """One effect call as the records have it."""
 
-    effect: str
+    effect: str | None
     event_seq: int
     call_index: int
     compensates: str | None
-    strategy: str
+    strategy: str | None
+    destination: str | None
     amount: str | None
-    idempotency_key: str
-    payload_digest: str
+    idempotency_key: str | None
+    payload_digest: str | None
     phase: str = "prepared"
     provider_ref: str | None = None
     quarantined: int = 0
@@ -184,13 +188,15 @@ def _outbox_rows(found: _Found, db: Backend, agreement_id: str, records: list[di
         for reference in record.get("outbox") or []:
             listed[str(reference)] = (int(record["seq"]), record)
     settled: dict[str, list[str]] = {}
+    last: dict[str, dict[str, Any]] = {}
     for record in records:
         if record.get("kind") in ("delivered", "quarantined"):
             settled.setdefault(str(record.get("reference")), []).append(str(record["kind"]))
+            last[str(record.get("reference"))] = record
     present = set()
-    for raw_reference, event_seq, raw_status, expected in db.query(
-        "SELECT reference, event_seq, status, expected_postings FROM outbox WHERE agreement_id = ? "
-        "ORDER BY event_seq, group_index",
+    for raw_reference, event_seq, raw_status, expected, returned, error in db.query(
+        "SELECT reference, event_seq, status, expected_postings, delivered_postings, last_error FROM outbox "
+        "WHERE agreement_id = ? ORDER BY event_seq, group_index",
         (agreement_id,),
     ):
         reference, status = str(raw_reference), str(raw_status)
@@ -210,6 +216,15 @@ def _outbox_rows(found: _Found, db: Backend, agreement_id: str, records: list[di
             found.add(None, f"outbox entry `{reference}` is {status} but an evidence record says it was delivered")
         elif status == "quarantined" and "quarantined" not in kinds:
             found.add(None, f"outbox entry `{reference}` is quarantined but no evidence record says so")
+        elif status == "quarantined":  # the reason and the ledger's answer, as the quarantine record has them
+            record = last[reference]
+            said = (f"{record.get('code')}: {record.get('reason')}", record.get("ledger"))
+            held = (None if error is None else str(error), None if returned is None else _loads(returned))
+            differing = [name for name, a, b in zip(("last_error", "delivered_postings"), held, said, strict=True)
+                         if a != b]  # fmt: skip
+            if differing:
+                found.add(int(record["seq"]), f"outbox entry `{reference}` disagrees with evidence record "
+                                              f"{record['seq']} on {', '.join(differing)}")  # fmt: skip
     for reference, (seq, _) in listed.items():
         if reference not in present:
             found.add(seq, f"evidence record {seq} lists outbox entry `{reference}`, which the outbox does not hold")
@@ -236,7 +251,10 @@ def _strategies(doc: Mapping[str, Any], transition: str) -> list[str]:
     return out
 
 
-def _replay_effects(doc: Mapping[str, Any], records: list[dict[str, Any]]) -> dict[str, _Call]:
+def _replay_effects(doc: Mapping[str, Any], agreement_id: str, records: list[dict[str, Any]],
+                    payloads: Mapping[str, str]) -> dict[str, _Call]:  # fmt: skip
+    """Every call as the records make it; `payloads` (instance -> the effects table's body) gives the bodies
+    a compensation's derives from, each used only when it hashes to its call's recorded digest."""
     calls: dict[str, _Call] = {}
     for record in records:
         kind = str(record.get("kind"))
@@ -246,14 +264,15 @@ def _replay_effects(doc: Mapping[str, Any], records: list[dict[str, Any]]) -> di
             for index, call in enumerate(record.get("effects") or []):
                 calls[str(call.get("instance"))] = _Call(
                     effect=str(call.get("effect")), event_seq=seq, call_index=index, compensates=None,
-                    strategy=strategies[index] if index < len(strategies) else "once", amount=call.get("amount"),
-                    idempotency_key=str(call.get("idempotency_key")), payload_digest=str(call.get("payload_digest")),
+                    strategy=strategies[index] if index < len(strategies) else None,
+                    destination=call.get("destination"), amount=call.get("amount"),
+                    idempotency_key=call.get("idempotency_key"), payload_digest=call.get("payload_digest"),
                 )  # fmt: skip
             continue
         instance = record.get("instance")
         if not kind.startswith("effect_") or not isinstance(instance, str):
             continue
-        call = calls.get(instance) or _compensation(calls, instance, record)
+        call = calls.get(instance) or _compensation(doc, agreement_id, calls, instance, payloads)
         if call is None:
             continue
         calls[instance] = call
@@ -261,15 +280,30 @@ def _replay_effects(doc: Mapping[str, Any], records: list[dict[str, Any]]) -> di
     return calls
 
 
-def _compensation(calls: dict[str, _Call], instance: str, record: Mapping[str, Any]) -> _Call | None:
-    """The compensation `ID/c` of a recorded call, first seen in a record of its own."""
+def _compensation(doc: Mapping[str, Any], agreement_id: str, calls: dict[str, _Call], instance: str,
+                  payloads: Mapping[str, str], *, recorded: bool = True) -> _Call | None:  # fmt: skip
+    """The compensation `ID/c` of a recorded call, as runtime/_compensation.py derives it from the bundle and
+    the call: never from its own row or its records (a record of a compensation refused unsent holds no key)."""
     original = calls.get(instance[:-2]) if instance.endswith("/c") else None
     if original is None:
         return None
-    return _Call(effect=str(record.get("effect")), event_seq=original.event_seq, call_index=original.call_index,
-                 compensates=instance[:-2], strategy="once", amount=original.amount,
-                 idempotency_key=str(record.get("idempotency_key")),
-                 payload_digest=str(record.get("payload_digest")))  # fmt: skip
+    payload = payloads.get(instance[:-2])
+    derived = None
+    if (payload is not None and original.effect is not None and original.idempotency_key is not None
+            and hash_bytes(payload.encode("utf-8")) == original.payload_digest):  # fmt: skip
+        try:
+            derived = derive(doc, agreement_id, instance[:-2], original.effect, original.idempotency_key, payload,
+                             original.amount)  # fmt: skip
+        except PactwrightError:
+            derived = None
+    if derived is None:  # nothing to expect: every field the row holds is named
+        return _Call(effect=None, event_seq=original.event_seq, call_index=original.call_index,
+                     compensates=instance[:-2], strategy=None, destination=None, amount=original.amount,
+                     idempotency_key=None, payload_digest=None, recorded=recorded)  # fmt: skip
+    return _Call(effect=derived.effect, event_seq=original.event_seq, call_index=original.call_index,
+                 compensates=instance[:-2], strategy=derived.strategy, destination=derived.destination,
+                 amount=derived.amount, idempotency_key=derived.idempotency_key,
+                 payload_digest=derived.payload_digest, recorded=recorded)  # fmt: skip
 
 
 def _step(calls: dict[str, _Call], call: _Call, kind: str, record: Mapping[str, Any]) -> None:
@@ -283,14 +317,14 @@ def _step(calls: dict[str, _Call], call: _Call, kind: str, record: Mapping[str, 
         if record.get("result") in ("applied", "not_applied"):
             call.phase, call.provider_ref = str(record.get("phase")), record.get("provider_ref")
             call.resolution = f"lookup:{record.get('result')}"
+            _after(calls, call)
         return
     if kind == "effect_resolved":
         call.phase, call.quarantined = str(record.get("phase")), 0
         call.provider_ref = record.get("provider_ref") if record.get("provider_ref") is not None else call.provider_ref
         call.resolution, call.resolved_by, call.reason = (record.get("resolution"), record.get("operator"),
                                                           record.get("reason"))  # fmt: skip
-        if call.phase == "abandoned_uncertain" and call.compensates is None:
-            _compensate_earlier(calls, call)
+        _after(calls, call)
         return
     if kind == "effect_quarantined" and record.get("sent") is False:  # an edited row, quarantined unsent
         call.quarantined = 1
@@ -299,13 +333,19 @@ def _step(calls: dict[str, _Call], call: _Call, kind: str, record: Mapping[str, 
         return
     call.phase, call.provider_ref = str(record.get("phase")), record.get("provider_ref")
     call.quarantined = 1 if kind == "effect_quarantined" else 0
-    if call.compensates is not None:  # as `_after_phase`: a good compensation undoes its call
+    _after(calls, call)
+
+
+def _after(calls: dict[str, _Call], call: _Call) -> None:
+    """runtime/effect_worker.py `after_phase` on the replayed calls: one rule for outcomes, lookups and
+    operators' resolutions."""
+    if call.compensates is not None:  # a good compensation undoes its call
         undone = calls.get(call.compensates)
         if call.phase in _GOOD and undone is not None:
             undone.phase = "compensated"
         return
     if call.phase in ("abandoned_uncertain", "compensation_required") or (
-        call.phase == "failed" and ON_FAILED.get(call.strategy, "") is None
+        call.phase == "failed" and ON_FAILED.get(call.strategy or "", "") is None
     ):
         _compensate_earlier(calls, call)
 
@@ -319,25 +359,31 @@ def _compensate_earlier(calls: dict[str, _Call], given_up: _Call) -> None:
 
 def _effect_rows(found: _Found, db: Backend, agreement_id: str, doc: Mapping[str, Any],
                  records: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:  # fmt: skip
-    calls = _replay_effects(doc, records)
-    present = set()
-    for row in db.query(
-        "SELECT id, effect, event_seq, call_index, compensates, phase, amount, idempotency_key, payload_digest, "
-        "provider_ref, quarantined, resolution, resolved_by, reason FROM effects WHERE agreement_id = ? ORDER BY id",
+    table = db.query(
+        "SELECT id, effect, strategy, event_seq, call_index, compensates, phase, method, url, amount, "
+        "idempotency_key, payload_digest, provider_ref, quarantined, resolution, resolved_by, reason, payload "
+        "FROM effects WHERE agreement_id = ? ORDER BY id",
         (agreement_id,),
-    ):
+    )
+    payloads = {str(row[0]): str(row[-1]) for row in table}
+    calls = _replay_effects(doc, agreement_id, records, payloads)
+    present = set()
+    for row in table:
         instance = str(row[0])
         present.add(instance)
-        stored = dict(zip(_EFFECT_FIELDS, row[1:], strict=True))
-        stored["event_seq"], stored["call_index"], stored["quarantined"] = (
-            int(stored["event_seq"]), int(stored["call_index"]), int(stored["quarantined"]))  # fmt: skip
+        effect, strategy, event_seq, call_index, compensates, phase, method, url, *rest, payload = row[1:]
+        stored = dict(zip(_EFFECT_FIELDS, (effect, strategy, int(event_seq), int(call_index), compensates, phase,
+                                           f"{method} {url}", *rest), strict=True))  # fmt: skip
+        stored["quarantined"] = int(stored["quarantined"])
         call = calls.get(instance)
         if call is None:
-            call = _unsent_compensation(calls, instance, stored)
+            call = _unsent_compensation(doc, agreement_id, calls, instance, stored, payloads)
         if call is None:
             found.add(None, f"effect call `{instance}` has no evidence record")
             continue
         differing = [name for name, value in call.values().items() if _shown(value) != _shown(stored[name])]
+        if hash_bytes(str(payload).encode("utf-8")) != stored["payload_digest"]:  # the bytes a worker sends
+            differing.append("payload")
         if differing:
             found.add(None, f"effect call `{instance}` disagrees with its evidence records on {', '.join(differing)}")
     for instance, call in calls.items():
@@ -345,16 +391,14 @@ def _effect_rows(found: _Found, db: Backend, agreement_id: str, doc: Mapping[str
             found.add(None, f"evidence records name effect call `{instance}`, which the effects table does not hold")
 
 
-def _unsent_compensation(calls: dict[str, _Call], instance: str, stored: Mapping[str, Any]) -> _Call | None:
+def _unsent_compensation(doc: Mapping[str, Any], agreement_id: str, calls: dict[str, _Call], instance: str,
+                         stored: Mapping[str, Any], payloads: Mapping[str, str]) -> _Call | None:  # fmt: skip
     """A compensation row made for a call the records put in `compensation_required`, not yet sent: it has no
-    record of its own, so only what derives from its call is checked (and it is claimed as not yet sent)."""
+    record of its own, so it must be exactly the one derived from its call (and it is claimed as not yet sent)."""
     original = calls.get(instance[:-2]) if instance.endswith("/c") else None
     if original is None or original.phase != "compensation_required" or stored["phase"] != "prepared":
         return None
-    return _Call(effect=str(stored["effect"]), event_seq=original.event_seq, call_index=original.call_index,
-                 compensates=instance[:-2], strategy="once", amount=original.amount,
-                 idempotency_key=str(stored["idempotency_key"]), payload_digest=str(stored["payload_digest"]),
-                 recorded=False)  # fmt: skip
+    return _compensation(doc, agreement_id, calls, instance, payloads, recorded=False)
 
 
 def _shown(value: object) -> object:
@@ -372,7 +416,7 @@ def _approval_rows(found: _Found, db: Backend, agreement_id: str, records: list[
     `ID/2`, `ID/3`, ... (runtime/commands.py `Grant.rows`), all consumed by
     the one event whose record names `ID` as its `approval`.
     """
-    consumed = {str(r.get("event_id")): r.get("approval") for r in events}
+    consumed = {str(r.get("event_id")): r for r in events}
     grants: dict[str, list[tuple[str, str]]] = {}
     decided: dict[str, Mapping[str, Any]] = {}
     for record in records:
@@ -382,16 +426,39 @@ def _approval_rows(found: _Found, db: Backend, agreement_id: str, records: list[
             grants.setdefault(str(record.get("approval")), []).append(who)
             if record.get("event_id") is not None:
                 decided[str(record.get("approval"))] = record
-    for row_id, role, party, event_id in db.query(
-        "SELECT id, approver_role, approver_party, consumed_event_id FROM approvals WHERE agreement_id = ? "
-        "AND consumed_event_id IS NOT NULL ORDER BY id",
+    held: dict[str, list[tuple[str, str]]] = {}
+    for row_id, role, party, event_id, transition, digest, granted_at in db.query(
+        "SELECT id, approver_role, approver_party, consumed_event_id, transition, payload_digest, granted_at "
+        "FROM approvals WHERE agreement_id = ? AND consumed_event_id IS NOT NULL ORDER BY id",
         (agreement_id,),
     ):
         request = str(row_id).split("/", 1)[0]
-        if consumed.get(str(event_id)) != request:
+        held.setdefault(request, []).append((str(role), str(party)))
+        consumer = consumed.get(str(event_id))
+        if consumer is None or consumer.get("approval") != request:
             found.add(None, f"approval `{row_id}` is consumed by `{event_id}`, which no evidence record says")
-        elif (str(role), str(party)) not in grants.get(request, []):
+            continue
+        if (str(role), str(party)) not in grants.get(request, []):
             found.add(None, f"approval `{row_id}` names {role}:{party}, whom no evidence record shows granting it")
+        command = consumer.get("command") or {}
+        facts = {  # a grant row is written in the transaction of the command it allows, bound to that command
+            "transition": (str(transition), command.get("transition")),
+            "payload_digest": (str(digest), _digest(command)),
+            "granted_at": (int(granted_at), consumer.get("committed_at")),
+        }
+        differing = [name for name, (row, said) in facts.items() if row != said]
+        if differing:
+            found.add(int(consumer["seq"]), f"approval `{row_id}` disagrees with evidence record "
+                                            f"{consumer['seq']} on {', '.join(differing)}")  # fmt: skip
+    for record in events:
+        if record.get("approval") is None:
+            continue
+        request = str(record.get("approval"))
+        recorded, rows_held = grants.get(str(request), []), held.get(str(request), [])
+        if len(recorded) != len(rows_held):  # every grant of the consumed request has its row (the rows' own
+            seq = int(record["seq"])  # parties are checked above): four eyes are two rows
+            found.add(seq, f"evidence record {seq} consumed approval `{request}` granted by {_who(recorded)}; "
+                           f"the approvals table holds {len(rows_held)} row(s) of it")  # fmt: skip
     for request_id, event_id, party, digest, proof, preview in db.query(
         "SELECT id, event_id, decided_by, preview_digest, proof_digest, preview FROM approval_requests "
         "WHERE agreement_id = ? AND status = 'consumed' ORDER BY id",
@@ -406,3 +473,7 @@ def _approval_rows(found: _Found, db: Backend, agreement_id: str, records: list[
             str(grant.get("preview_digest")), grant.get("proof_digest"))  # fmt: skip
         if said != (str(event_id), str(party), str(digest), None if proof is None else str(proof)):
             found.add(None, f"approval request `{request_id}` as stored disagrees with its evidence records")
+
+
+def _who(grants: list[tuple[str, str]]) -> str:
+    return ", ".join(f"{role}:{party}" for role, party in grants) or "no grant"

@@ -261,6 +261,7 @@ def open_agreement(
             {
                 "pact": {"id": pact_id, "version": active.pact_version},
                 "manifest_hash": active.manifest_hash,
+                "activation_id": agreement.activation_id,
                 "params": agreement.params,
                 "parties": agreement.parties,
                 "accounts": agreement.accounts,

@@ -30,7 +30,7 @@ from typing import Any, Literal, get_args
 from pactwright.errors import CommandError, UsageError
 from pactwright.runtime import _agreement as rows
 from pactwright.runtime.clock import Clock, SystemClock, epoch_seconds
-from pactwright.runtime.effect_worker import compensate_earlier
+from pactwright.runtime.effect_worker import after_phase
 from pactwright.runtime.store import Store
 from pactwright.runtime.store._backend import Backend
 from pactwright.runtime.store._migrations import EFFECT_TABLES
@@ -184,8 +184,7 @@ def _resolve(store: Store, agreement_id: str, effect: str, party: str, clock: Cl
             "WHERE id = ?",
             (phase, provider_ref, resolution, party, reason, now, now, record.id),
         )
-        if phase == "abandoned_uncertain" and record.compensates is None:
-            compensate_earlier(db, agreement_id, record.event_seq, record.call_index, now)
+        after_phase(db, record, phase, now)
         rows.append_evidence(db, agreement_id, "effect_resolved", {
             "instance": record.id, "effect": record.effect, "operator": party, "resolution": resolution,
             "provider_ref": provider_ref, "reason": reason, "phase": phase, "was": record.phase,

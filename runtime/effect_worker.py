@@ -39,19 +39,19 @@ so the crash matrix reaches every persisted step in a real process.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import signal
 import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
-from pactwright.canonical import canonical_bytes, hash_bytes
+from pactwright.canonical import hash_bytes
 from pactwright.errors import PactwrightError, UsageError
 from pactwright.protocol import ON_FAILED, ON_UNCERTAIN, PHASE_NAMES
 from pactwright.runtime import _agreement as rows
 from pactwright.runtime import _loop as loop
+from pactwright.runtime._compensation import Compensation, compensation_body, derive
 from pactwright.runtime.clock import Clock, SystemClock, epoch_seconds
 from pactwright.runtime.effect_adapter import EffectAdapter, EffectRequest, Lookup, Outcome
 from pactwright.runtime.effect_payload import DEFAULT_TIMEOUT_S
@@ -203,7 +203,12 @@ class EffectWorker:
                     continue  # waits for an earlier call of its event
                 _lock_agreement(db, row.agreement_id)  # evidence is appended under the agreement's lock
                 if action == "compensate":
-                    compensation, created = _compensation(db, self.store, row, now)
+                    made = _compensation(db, self.store, row, now)
+                    if made is None:
+                        _quarantine_unsent(db, row, f"`{row.id}` needs a compensation its bundle does not derive",
+                                           now)  # fmt: skip
+                        return row, "refused", _Target((), DEFAULT_TIMEOUT_S)
+                    compensation, created = made
                     if not created:
                         # The compensation row exists and is due on its own (sent, looked up, recovered
                         # there); a given-up one (abandoned, failed for good) is never sent again, and the
@@ -215,7 +220,7 @@ class EffectWorker:
                                        (NEVER, now, row.id))  # fmt: skip
                         continue
                     row, action = compensation, "dispatch"
-                if action in {"dispatch", "lookup", "recover"} and (why := _disagreement(db, row)) is not None:
+                if action in {"dispatch", "lookup", "recover"} and (why := _disagreement(self.store, db, row)):
                     _quarantine_unsent(db, row, why, now)
                     return row, "refused", _Target((), DEFAULT_TIMEOUT_S)
                 target = _target(self.store, db, row)
@@ -298,7 +303,7 @@ class EffectWorker:
             "payload_digest": hash_bytes(row.payload.encode("utf-8")), "amount": row.amount,
             "outcome": outcome.kind, "phase": phase, "provider_ref": ref, "detail": outcome.detail[:500],
             "compensates": row.compensates, "at": now})  # fmt: skip
-        _after_phase(db, row, phase, now)
+        after_phase(db, row, phase, now)
 
     def _settle(self, row: _Row, action: str) -> EffectStep:
         """A cancel (an earlier call was given up) or a recovery (a dispatch whose worker died)."""
@@ -341,6 +346,7 @@ class EffectWorker:
                 db.execute("UPDATE effects SET phase = ?, provider_ref = ?, resolution = ?, lease_owner = NULL, "
                            "lease_until = NULL, next_at = ?, updated_at = ? WHERE id = ?",
                            (phase, found.provider_ref, f"lookup:{found.kind}", now, now, row.id))  # fmt: skip
+                after_phase(db, row, phase, now)
             rows.append_evidence(db, row.agreement_id, "effect_lookup", {
                 "instance": row.id, "effect": row.effect, "idempotency_key": row.key, "result": found.kind,
                 "provider_ref": found.provider_ref, "phase": phase, "detail": found.detail[:500],
@@ -382,8 +388,30 @@ def _mark_dispatched(db: Backend, row: _Row, owner: str, until: int, now: int) -
                 "dispatched", row.method, row.url, row.key, row.payload, row.amount, row.attempts + 1)  # fmt: skip
 
 
-def _after_phase(db: Backend, row: _Row, phase: str, now: int) -> None:
-    """What a call's new phase means for the rest of its event and for the call it compensates."""
+class CallSite(Protocol):
+    """What `after_phase` reads of a call: the worker's row and the operator's record both have it."""
+
+    @property
+    def agreement_id(self) -> str: ...
+    @property
+    def event_seq(self) -> int: ...
+    @property
+    def call_index(self) -> int: ...
+    @property
+    def strategy(self) -> str: ...
+    @property
+    def compensates(self) -> str | None: ...
+
+
+def after_phase(db: Backend, row: CallSite, phase: str, now: int) -> None:
+    """What a call's new phase means for the rest of its event and for the call it compensates.
+
+    One rule for every way a phase is reached: an outcome the worker
+    records, a lookup that finds the call applied or not, an operator's
+    resolution. A compensation found applied (by a lookup or an operator)
+    undoes its call exactly as an acknowledged one does; the evidence replay
+    (runtime/_evidence_tables.py `_after`) follows the same rule.
+    """
     if row.compensates is not None:
         if phase in GOOD:
             db.execute("UPDATE effects SET phase = 'compensated', updated_at = ? WHERE id = ?",
@@ -435,13 +463,15 @@ def _event_calls(db: Backend, agreement_id: str, seq: int) -> list[Any] | None:
     return list(calls) if isinstance(calls, list) else None
 
 
-def _disagreement(db: Backend, row: _Row) -> str | None:
+def _disagreement(store: Store, db: Backend, row: _Row) -> str | None:
     """Why the row is not the call its event committed (None when it is): before any byte leaves.
 
     The row is only a copy: its bytes, key, destination and amount must be
-    those of the event's hash-chained evidence record (for a compensation:
-    those derived from the call it undoes, itself checked the same way), or
-    an edited row could send another amount, or to another destination.
+    those of the event's hash-chained evidence record, or an edited row
+    could send another amount, or to another destination. A compensation
+    must be, field for field, the one derived from the bundle and the call
+    it undoes (itself checked the same way): an inserted row naming another
+    effect (the charge itself, say) is never sent.
     """
     original = row if row.compensates is None else _current(db, row.compensates)
     if original is None:
@@ -463,10 +493,23 @@ def _disagreement(db: Backend, row: _Row) -> str | None:
     if differing:
         return f"`{original.id}` differs from its committed event on {', '.join(differing)}"
     if row.compensates is not None:
-        body, key = _compensation_body(original, row.effect)
-        if row.payload.encode("utf-8") != body or row.key != key or row.amount != original.amount:
-            return f"compensation `{row.id}` is not the one derived from `{original.id}`"
+        derived = _derived(store, db, original)
+        if derived is None or (row.effect, row.strategy, row.method, row.url, row.key, row.payload.encode("utf-8"),
+                               row.amount) != (derived.effect, derived.strategy, derived.method, derived.url,
+                                               derived.idempotency_key, derived.body, derived.amount):  # fmt: skip
+            return f"compensation `{row.id}` is not the one derived from `{original.id}` and the bundle"
     return None
+
+
+def _derived(store: Store, db: Backend, original: _Row) -> Compensation | None:
+    """The compensation `original` must have under its agreement's re-verified bundle (None: it has none)."""
+    try:
+        agreement = rows.read(db, original.agreement_id, lock=False)
+        bundle = rows.load_bundle(store, db, agreement, ())
+        return derive(bundle.doc, original.agreement_id, original.id, original.effect, original.key,
+                      original.payload, original.amount)  # fmt: skip
+    except PactwrightError:
+        return None  # a bundle that no longer verifies, or a payload that does not parse, derives nothing
 
 
 def _quarantine_unsent(db: Backend, row: _Row, why: str, now: int) -> None:
@@ -479,44 +522,32 @@ def _quarantine_unsent(db: Backend, row: _Row, why: str, now: int) -> None:
 
 def _compensation_body(original: _Row, name: str) -> tuple[bytes, str]:
     """The exact body and key of the compensation `name` of `original`: a function of the original alone."""
-    params = rows.loads(original.payload, "effect payload").get("params")
-    body = canonical_bytes({"agreement": original.agreement_id, "effect": name, "compensates": original.id,
-                            "amount": original.amount, "params": params})  # fmt: skip
-    key = "pw-" + hashlib.sha256(canonical_bytes({"compensates": original.key, "effect": name})).hexdigest()[:40]
-    return body, key
+    return compensation_body(original.agreement_id, original.id, original.key, original.payload, original.amount,
+                             name)  # fmt: skip
 
 
-def _compensation(db: Backend, store: Store, row: _Row, now: int) -> tuple[_Row, bool]:
-    """The compensation row for `row` (created once, `ID/c`), and whether it was created now; the call it
-    undoes keeps its phase until it ran."""
+def _compensation(db: Backend, store: Store, row: _Row, now: int) -> tuple[_Row, bool] | None:
+    """The compensation row for `row` (created once, `ID/c`, as runtime/_compensation.py derives it), and
+    whether it was created now; None when the bundle derives none (the row's strategy was edited, or its
+    bundle no longer verifies). The call it undoes keeps its phase until it ran."""
     instance = f"{row.id}/c"
     found = _current(db, instance)
     if found is not None:
         return found, False
-    agreement = rows.read(db, row.agreement_id, lock=False)
-    bundle = rows.load_bundle(store, db, agreement, ())
-    original = next((c for c in _calls(bundle.doc, row)), None)
-    effects = {str(e["name"]): e for e in bundle.doc.get("effects", [])}
-    name = str((original or {}).get("strategy", {}).get("compensation") or
-               effects[row.effect].get("strategy", {}).get("compensation"))  # fmt: skip
-    effect = effects[name]
-    body, key = _compensation_body(row, name)
-    strategy = str((effect.get("strategy") or {"kind": "once"})["kind"])  # as the verifier reads it
-    egress = effect["egress"][0] if effect["egress"] else {"method": "", "url": ""}
+    derived = _derived(store, db, row)
+    if derived is None:
+        return None
     db.execute(
         "INSERT INTO effects (id, agreement_id, event_seq, call_index, effect, strategy, compensates, phase, method, "
         "url, idempotency_key, payload, payload_digest, amount, attempts, next_at, created_at, updated_at) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, 'prepared', ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)",
-        (instance, row.agreement_id, row.event_seq, row.call_index, name, strategy, row.id, egress["method"],
-         egress["url"], key, body.decode("utf-8"), hash_bytes(body), row.amount, now, now, now),
+        (instance, row.agreement_id, row.event_seq, row.call_index, derived.effect, derived.strategy, row.id,
+         derived.method, derived.url, derived.idempotency_key, derived.body.decode("utf-8"), derived.payload_digest,
+         row.amount, now, now, now),
     )  # fmt: skip
     created = _current(db, instance)
     assert created is not None
     return created, True
-
-
-def _calls(doc: Mapping[str, Any], row: _Row) -> list[Mapping[str, Any]]:
-    return [c for t in doc.get("transitions", []) for c in t.get("effects", []) if c.get("effect") == row.effect]
 
 
 @dataclass(frozen=True)

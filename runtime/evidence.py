@@ -211,6 +211,10 @@ def _limits(bundle: Bundle, agreement: Agreement, chain: ChainCheck, ledger: lis
                 f"that the ledger still holds `{entry['reference']}`: the store kept what the ledger "
                 "returned at delivery; `pactwright show --ledger URL` shows the balances it holds now"
             )
+    opened = next((r for r in chain.records if r.get("kind") == "opened"), {})
+    if opened and "activation_id" not in opened:
+        out.append(f"that the agreement was opened under activation {agreement.activation_id}: its `opened` record "
+                   "(written before the record held it) names only the bundle's manifest hash")  # fmt: skip
     if not chain.ok:
         out.append("anything the broken records would support: the evidence chain does not verify")
     out += [f"(from the bundle's verification report) {item}" for item in _report_limits(bundle) if item not in out]

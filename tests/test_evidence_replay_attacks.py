@@ -182,14 +182,14 @@ C = "1/e0/c"
 SEQUENCES: dict[str, tuple[str, str, list[Any], list[tuple[str, str, int]]]] = {
     "compensation found applied by lookup": (
         "reconcilable", "once", ["step", ("lost_request",), "step", ("lost_response",), "drain", "drain"],
-        [("1/e0", "compensation_required", 0), (C, "reconciled_recovered", 0), ("1/e1", "abandoned_uncertain", 0)]),
+        [("1/e0", "compensated", 0), (C, "reconciled_recovered", 0), ("1/e1", "abandoned_uncertain", 0)]),
     "compensation found not applied by lookup, sent again": (
         "reconcilable", "once", ["step", ("lost_request",), "step", ("lost_request",), "drain", "drain"],
         [("1/e0", "compensated", 0), (C, "acknowledged", 0), ("1/e1", "abandoned_uncertain", 0)]),
     "compensation parked, an operator finds it applied": (
         "reconcilable", "once", ["step", ("lost_request",), "step", ("lost_response", "lookup_unknown"), "step",
                                  "step", _resolve("a1/1/e0/c", "recovered_acknowledgement", "ref-9"), "drain"],
-        [("1/e0", "compensation_required", 0), (C, "reconciled_recovered", 0), ("1/e1", "abandoned_uncertain", 0)]),
+        [("1/e0", "compensated", 0), (C, "reconciled_recovered", 0), ("1/e1", "abandoned_uncertain", 0)]),
     "compensation parked, an operator finds it did not happen": (
         "reconcilable", "once", ["step", ("lost_request",), "step", ("lost_request", "lookup_unknown"), "step",
                                  "step", _resolve("a1/1/e0/c", "not_occurred"), "drain"],
@@ -208,7 +208,7 @@ SEQUENCES: dict[str, tuple[str, str, list[Any], list[tuple[str, str, int]]]] = {
     "compensation quarantined, an operator finds it applied": (
         "idempotent", "once", ["step", ("lost_request",), "step", ("wrong_key",), "drain",
                                _resolve("a1/1/e0/c", "recovered_acknowledgement", "ref-2"), "drain"],
-        [("1/e0", "compensation_required", 0), (C, "reconciled_recovered", 0), ("1/e1", "abandoned_uncertain", 0)]),
+        [("1/e0", "compensated", 0), (C, "reconciled_recovered", 0), ("1/e1", "abandoned_uncertain", 0)]),
     "later call parked, abandoned by an operator": (
         "idempotent", "reconcilable", ["step", ("lost_response", "lookup_unknown"), "step", "step",
                                        _resolve("a1/1/e1", "abandon"), "drain"],
@@ -250,12 +250,6 @@ def test_compensations_lookups_and_operators_verify(backend: str, name: str, tmp
         _verifies(store)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A compensation found applied (by lookup, runtime/effect_worker.py:340-343 `_lookup`, or by an "
-    "operator, runtime/effect_ops.py:181-188 `_resolve`) never runs `_after_phase`, so the call it undid "
-    "stays `compensation_required` for good (still due: its next_at never moves, and every claim skips "
-    "it) and the evidence claims it is still to be undone; the replay copies the omission "
-    "(runtime/_evidence_tables.py:282-293), so a fix needs both"))  # fmt: skip
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", ["compensation found applied by lookup",
                                   "compensation parked, an operator finds it applied"])  # fmt: skip
@@ -466,12 +460,6 @@ def _verify_in_child(url: str, answers: Any) -> None:
         answers.put(_problems(store))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "verify_evidence reads in one transaction, but PostgreSQL's is READ COMMITTED "
-    "(runtime/store/_backend.py:229-236 sets no isolation level): each statement sees every commit made "
-    "before it, so an operator's resolution committed between the chain's read and the effects' read "
-    "(runtime/evidence.py:228-237) is reported as tampering (PW586 on phase, resolution, resolved_by, "
-    "reason). SQLite's read transaction is one snapshot."))  # fmt: skip
 def test_an_operator_resolving_a_call_while_verify_reads_is_not_tampering(tmp_path: Path) -> None:
     """The lock on `bundle_files` only holds verify between its two reads (it loads the bundle there);
     the operator's resolution reads no bundle, so it commits in that gap as it could at any time."""
@@ -545,12 +533,6 @@ def _compensation_due(store: Store, sim: Any, adapter: Any) -> None:
     _verifies(store)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A compensation row nobody recorded is taken on its own word: runtime/_evidence_tables.py:348-357 "
-    "`_unsent_compensation` copies effect, idempotency_key and payload_digest from the row, although the "
-    "effect is the bundle's `compensate with E` and the key and body derive from the call it undoes; and "
-    "in the runtime every compensation is created and marked dispatched (with a record) in one "
-    "transaction, so such a row cannot be legitimate at all"))  # fmt: skip
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_forged_unsent_compensation_is_named(backend: str, tmp_path: Path) -> None:
     with _running(_policy("compensate with undo"), tmp_path, backend) as (store, sim, adapter, _):
@@ -562,12 +544,6 @@ def test_a_forged_unsent_compensation_is_named(backend: str, tmp_path: Path) -> 
         assert _problems(store, "a1") != []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "runtime/effect_worker.py:465-468 checks a compensation's body, key and amount against the call it "
-    "undoes but never that its effect is the bundle's `compensate with E` of that call (nor its destination "
-    "that effect's egress): a row `a1/1/e0/c` inserted for `charge` itself is sent, charging twice; the "
-    "records then say so faithfully and the replay (runtime/_evidence_tables.py:264-272 `_compensation` takes "
-    "the effect from the record) verifies it, so the evidence claims the charge undone"))  # fmt: skip
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_forged_compensation_is_never_sent(backend: str, tmp_path: Path) -> None:
     with _running(_policy("compensate with undo"), tmp_path, backend) as (store, sim, adapter, _):
@@ -600,11 +576,6 @@ def test_an_edited_recorded_compensation_is_named(backend: str, tmp_path: Path) 
                                                     "effect, idempotency_key")]  # fmt: skip
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "The replay never compares an effect row's destination (method, url) with the `destination` its "
-    "event record holds (runtime/_evidence_tables.py:40-41 `_EFFECT_FIELDS`); once the worker refuses the "
-    "edited row unsent (PW644, a record with `sent: false`), the claim says the provider answered it "
-    "(runtime/_evidence_effects.py:130-131), although nothing was sent"))  # fmt: skip
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_an_edited_destination_is_named(backend: str, tmp_path: Path) -> None:
     with _running(_policy("idempotent"), tmp_path, backend) as (store, sim, adapter, _):
@@ -615,14 +586,9 @@ def test_an_edited_destination_is_named(backend: str, tmp_path: Path) -> None:
         claim = _claims(store)["a1/1/e0"]
         assert edited != [], "the edited destination verifies"
         assert "the provider's answer contradicted the request" not in claim, claim
+        assert claim.endswith("so the worker refused it; nothing was ever sent"), claim
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A compensation refused unsent (PW644) at its creation has, as its first record, the worker's "
-    "`effect_quarantined` with `sent: false`, which holds no key and no payload digest "
-    "(runtime/effect_worker.py:475-477); runtime/_evidence_tables.py:269-272 `_compensation` reads both from "
-    "that record, so verify names the compensation's untouched row (key and digest `None`) instead of the "
-    "edited call"))  # fmt: skip
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_compensation_refused_unsent_is_not_named_in_place_of_its_edited_call(backend: str, tmp_path: Path) -> None:
     with _running(_policy("compensate with undo"), tmp_path, backend) as (store, sim, adapter, _):
@@ -654,10 +620,6 @@ def _four_eyes(backend: str, directory: Path) -> Iterator[Store]:
     next(stores, None)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "runtime/_evidence_tables.py:385-394 checks each consumed approvals row against the grant records, but "
-    "never that each grant record of a consumed request has its row: the second of two approvals deleted, "
-    "the evidence shows a four-eyes command approved by one party and verifies"))  # fmt: skip
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_deleted_second_approval_is_named(backend: str, tmp_path: Path) -> None:
     with _four_eyes(backend, tmp_path) as store:
@@ -676,10 +638,6 @@ APPROVAL_COLUMNS = [
 ]  # fmt: skip
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "evidence prints each consumed approval's transition, payload digest and grant time "
-    "(runtime/evidence.py:115-130), which runtime/_evidence_tables.py:385-394 never compares, although the "
-    "consuming event record gives all three (its command's transition and digest, its commit time)"))  # fmt: skip
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize(("what", "sql", "field", "value"), APPROVAL_COLUMNS, ids=[c[0] for c in APPROVAL_COLUMNS])
 def test_an_edited_approval_column_the_evidence_prints_is_named(
@@ -730,11 +688,6 @@ QUARANTINE_COLUMNS = [
 ]  # fmt: skip
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A quarantined entry's reason and the postings the ledger returned are printed "
-    "(runtime/evidence.py:89-112, 205-206, 289-290) but never compared: the quarantine record holds both "
-    "(`code`, `reason`, `ledger`; runtime/worker.py:289-292), yet runtime/_evidence_tables.py:206-212 checks "
-    "only the status and runtime/_evidence_chain.py:172 compares postings only for a delivery"))  # fmt: skip
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize(("what", "sql", "shown"), QUARANTINE_COLUMNS, ids=[c[0] for c in QUARANTINE_COLUMNS])
 def test_an_edited_quarantine_is_named(backend: str, what: str, sql: str, shown: Callable[[dict[str, Any]], bool],
@@ -748,12 +701,6 @@ def test_an_edited_quarantine_is_named(backend: str, what: str, sql: str, shown:
 # -- the agreement row ------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "The agreement row's activation id is printed as recorded at open (runtime/evidence.py:267, 315) but "
-    "the `opened` record does not hold it (runtime/agreements.py:257-269) and runtime/_evidence_chain.py:153-155 "
-    "compares only manifest, params, parties and accounts; once a forced rollback re-activated the same "
-    "bundle, the row can name the later activation (another approval, another reason) and the bundle still "
-    "loads"))  # fmt: skip
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_an_agreement_moved_to_another_activation_of_its_bundle_is_named(backend: str, tmp_path: Path) -> None:
     from pactwright.runtime.activation import FixedClock, activate_files

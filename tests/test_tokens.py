@@ -295,7 +295,7 @@ def test_migration_7_upgrades_a_version_6_store(backend: str, tmp_path: Path, mo
             assert authenticate(store, _bearer(issued.token)).party == "alice"
         after = dump(url)
         assert (7, "bearer tokens") in after["schema_migrations"]
-        assert after["schema_migrations"][-1][0] == migrations.LATEST
+        assert max(v for v, _ in after["schema_migrations"]) == migrations.LATEST
         assert after["parties"] == before["parties"]
         with open_store(url) as store:  # a current store: opening migrates nothing
             assert store.dump() == after

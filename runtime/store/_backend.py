@@ -230,9 +230,17 @@ class PostgresBackend:
 
     @contextlib.contextmanager
     def transaction(self, *, write: bool, exclusive: bool = True) -> Iterator[None]:
-        """`exclusive=False`: no store-wide writer lock; the caller locks its rows (`FOR UPDATE`)."""
+        """`exclusive=False`: no store-wide writer lock; the caller locks its rows (`FOR UPDATE`).
+
+        A read transaction is one snapshot, as SQLite's is: READ COMMITTED
+        would let each statement see commits made since the one before, so a
+        reader comparing two tables (evidence verify) could see a resolution
+        in one and not in the other and call that tampering.
+        """
         with self._conn.transaction():
-            if write and exclusive:
+            if not write:
+                self._conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            elif exclusive:
                 # One writer per store (= per schema): activations serialize, and
                 # two first-time migrations cannot race to create the same table.
                 self._conn.execute("SELECT pg_advisory_xact_lock(hashtext('pactwright.store:' || current_schema()))")

@@ -374,6 +374,18 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
         backends=("postgresql",),
     ),
+    Migration(
+        10,
+        "a compensation found applied undoes its call",
+        (
+            # Before 10, a compensation found applied by a lookup or an operator left the call it
+            # undoes in `compensation_required` (still due, skipped at every claim); the worker and
+            # the evidence replay now mark it `compensated`, as after an acknowledged compensation.
+            "UPDATE effects SET phase = 'compensated' WHERE phase = 'compensation_required' AND id IN "
+            "(SELECT compensates FROM effects WHERE compensates IS NOT NULL "
+            "AND phase IN ('acknowledged', 'reconciled_recovered'))",
+        ),
+    ),
 )
 # The migration that created the effect, approval-request and party tables.
 EFFECT_TABLES = 4
