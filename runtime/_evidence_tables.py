@@ -13,11 +13,8 @@ the rows: a row the records do not support, or a record no row matches, is
 a PW586 problem naming the table, the row and the field. Only what verifies
 here may be claimed.
 
-The effect replay follows the effect worker's rules (runtime/effect_worker.py
-`after_phase`, `compensate_earlier`, which runtime/effect_ops.py's resolutions share): the
-phase each record names, the calls before a given-up one in the same event
-that declare `compensate with E` becoming `compensation_required`, and the
-call a good compensation undoes becoming `compensated`.
+The effect calls are replayed by runtime/_effect_replay.py, which the
+effect worker also reads before it acts on a row.
 """
 
 from __future__ import annotations
@@ -27,46 +24,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pactwright.canonical import canonical_bytes, hash_bytes
-from pactwright.errors import PactwrightError
-from pactwright.protocol import ON_FAILED
 from pactwright.runtime import _agreement as rows
 from pactwright.runtime._agreement import Agreement
-from pactwright.runtime._compensation import derive
+from pactwright.runtime._effect_replay import effect_problems, event_seq
 from pactwright.runtime.store._backend import Backend
 
 __all__ = ["check_tables"]
-
-# Phases after which a call is settled well, and records whose `phase` is the call's new phase.
-_GOOD = frozenset({"acknowledged", "reconciled_recovered"})
-_OUTCOMES = ("effect_acknowledged", "effect_failed", "effect_uncertain", "effect_mismatch", "effect_quarantined")
-_EFFECT_FIELDS = ("effect", "strategy", "event_seq", "call_index", "compensates", "phase", "destination", "amount",
-                  "idempotency_key", "payload_digest", "provider_ref", "quarantined", "resolution", "resolved_by",
-                  "reason")  # fmt: skip
-
-
-@dataclass
-class _Call:
-    """One effect call as the records have it."""
-
-    effect: str | None
-    event_seq: int
-    call_index: int
-    compensates: str | None
-    strategy: str | None
-    destination: str | None
-    amount: str | None
-    idempotency_key: str | None
-    payload_digest: str | None
-    phase: str = "prepared"
-    provider_ref: str | None = None
-    quarantined: int = 0
-    resolution: str | None = None
-    resolved_by: str | None = None
-    reason: str | None = None
-    recorded: bool = True  # False for a compensation the worker created and has not sent yet
-
-    def values(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in _EFFECT_FIELDS}
 
 
 @dataclass
@@ -86,7 +49,8 @@ def check_tables(db: Backend, agreement: Agreement, doc: Mapping[str, Any], reco
     _event_rows(found, db, agreement.id, events)
     _outbox_rows(found, db, agreement.id, records, events)
     if effect_tables:
-        _effect_rows(found, db, agreement.id, doc, records, events)
+        for message in effect_problems(db, agreement.id, doc, records):
+            found.add(None, message)
         _approval_rows(found, db, agreement.id, records, events)
     return found.problems
 
@@ -153,7 +117,7 @@ def _event_rows(found: _Found, db: Backend, agreement_id: str, events: list[dict
         command = record.get("command") or {}
         actor = command.get("actor") or {}
         facts = {
-            "seq": (int(seq), _event_seq(str(event_id))),
+            "seq": (int(seq), event_seq(str(event_id))),
             "transition": (str(transition), command.get("transition")),
             "actor": ((str(role), str(party)), (actor.get("role"), actor.get("party"))),
             "committed_at": (int(at), record.get("committed_at")),
@@ -163,11 +127,6 @@ def _event_rows(found: _Found, db: Backend, agreement_id: str, events: list[dict
         if differing:
             found.add(int(record["seq"]), f"event `{event_id}` in the event log disagrees with evidence record "
                                           f"{record['seq']} on {', '.join(differing)}")  # fmt: skip
-
-
-def _event_seq(event_id: str) -> int | None:
-    tail = event_id.rsplit("/", 1)[-1]
-    return int(tail) if tail.isdigit() else None
 
 
 def _digest(command: object) -> str | None:
@@ -194,7 +153,7 @@ def _outbox_rows(found: _Found, db: Backend, agreement_id: str, records: list[di
             settled.setdefault(str(record.get("reference")), []).append(str(record["kind"]))
             last[str(record.get("reference"))] = record
     present = set()
-    for raw_reference, event_seq, raw_status, expected, returned, error in db.query(
+    for raw_reference, row_seq, raw_status, expected, returned, error in db.query(
         "SELECT reference, event_seq, status, expected_postings, delivered_postings, last_error FROM outbox "
         "WHERE agreement_id = ? ORDER BY event_seq, group_index",
         (agreement_id,),
@@ -207,13 +166,15 @@ def _outbox_rows(found: _Found, db: Backend, agreement_id: str, records: list[di
         seq, record = listed[reference]
         want = [{k: p.get(k) for k in ("source_address", "destination_address", "amount", "asset")}
                 for p in record.get("postings") or []]  # fmt: skip
-        if int(event_seq) != _event_seq(str(record.get("event_id"))) or _loads(expected) != want:
+        if int(row_seq) != event_seq(str(record.get("event_id"))) or _loads(expected) != want:
             found.add(seq, f"outbox entry `{reference}` disagrees with evidence record {seq} on its expected postings")
         kinds = settled.get(reference, [])
         if status == "delivered" and "delivered" not in kinds:
             found.add(None, f"outbox entry `{reference}` is delivered but no evidence record says it was delivered")
         elif status != "delivered" and "delivered" in kinds:
             found.add(None, f"outbox entry `{reference}` is {status} but an evidence record says it was delivered")
+        elif status == "delivered" and error is not None:  # the worker clears it on delivery
+            found.add(None, f"outbox entry `{reference}` is delivered with an error the delivery cleared")
         elif status == "quarantined" and "quarantined" not in kinds:
             found.add(None, f"outbox entry `{reference}` is quarantined but no evidence record says so")
         elif status == "quarantined":  # the reason and the ledger's answer, as the quarantine record has them
@@ -235,174 +196,6 @@ def _loads(text: object) -> object:
         return rows.loads(text, "outbox postings")
     except Exception:  # noqa: BLE001 - an unreadable column matches nothing
         return None
-
-
-# -- effects ----------------------------------------------------------------------------------
-
-
-def _strategies(doc: Mapping[str, Any], transition: str) -> list[str]:
-    """Each call's strategy kind in `transition`, as runtime/effect_payload.py `planned_calls` picks it."""
-    effects = {str(e["name"]): e for e in doc.get("effects", [])}
-    spec: Mapping[str, Any] = next((t for t in doc.get("transitions", []) if t.get("id") == transition), {})
-    out = []
-    for call in spec.get("effects", []):
-        strategy = call.get("strategy") or effects.get(str(call.get("effect")), {}).get("strategy") or {"kind": "once"}
-        out.append(str(strategy["kind"]))
-    return out
-
-
-def _replay_effects(doc: Mapping[str, Any], agreement_id: str, records: list[dict[str, Any]],
-                    payloads: Mapping[str, str]) -> dict[str, _Call]:  # fmt: skip
-    """Every call as the records make it; `payloads` (instance -> the effects table's body) gives the bodies
-    a compensation's derives from, each used only when it hashes to its call's recorded digest."""
-    calls: dict[str, _Call] = {}
-    for record in records:
-        kind = str(record.get("kind"))
-        if kind == "event":
-            seq = _event_seq(str(record.get("event_id"))) or 0
-            strategies = _strategies(doc, str((record.get("command") or {}).get("transition")))
-            for index, call in enumerate(record.get("effects") or []):
-                calls[str(call.get("instance"))] = _Call(
-                    effect=str(call.get("effect")), event_seq=seq, call_index=index, compensates=None,
-                    strategy=strategies[index] if index < len(strategies) else None,
-                    destination=call.get("destination"), amount=call.get("amount"),
-                    idempotency_key=call.get("idempotency_key"), payload_digest=call.get("payload_digest"),
-                )  # fmt: skip
-            continue
-        instance = record.get("instance")
-        if not kind.startswith("effect_") or not isinstance(instance, str):
-            continue
-        call = calls.get(instance) or _compensation(doc, agreement_id, calls, instance, payloads)
-        if call is None:
-            continue
-        calls[instance] = call
-        _step(calls, call, kind, record)
-    return calls
-
-
-def _compensation(doc: Mapping[str, Any], agreement_id: str, calls: dict[str, _Call], instance: str,
-                  payloads: Mapping[str, str], *, recorded: bool = True) -> _Call | None:  # fmt: skip
-    """The compensation `ID/c` of a recorded call, as runtime/_compensation.py derives it from the bundle and
-    the call: never from its own row or its records (a record of a compensation refused unsent holds no key)."""
-    original = calls.get(instance[:-2]) if instance.endswith("/c") else None
-    if original is None:
-        return None
-    payload = payloads.get(instance[:-2])
-    derived = None
-    if (payload is not None and original.effect is not None and original.idempotency_key is not None
-            and hash_bytes(payload.encode("utf-8")) == original.payload_digest):  # fmt: skip
-        try:
-            derived = derive(doc, agreement_id, instance[:-2], original.effect, original.idempotency_key, payload,
-                             original.amount)  # fmt: skip
-        except PactwrightError:
-            derived = None
-    if derived is None:  # nothing to expect: every field the row holds is named
-        return _Call(effect=None, event_seq=original.event_seq, call_index=original.call_index,
-                     compensates=instance[:-2], strategy=None, destination=None, amount=original.amount,
-                     idempotency_key=None, payload_digest=None, recorded=recorded)  # fmt: skip
-    return _Call(effect=derived.effect, event_seq=original.event_seq, call_index=original.call_index,
-                 compensates=instance[:-2], strategy=derived.strategy, destination=derived.destination,
-                 amount=derived.amount, idempotency_key=derived.idempotency_key,
-                 payload_digest=derived.payload_digest, recorded=recorded)  # fmt: skip
-
-
-def _step(calls: dict[str, _Call], call: _Call, kind: str, record: Mapping[str, Any]) -> None:
-    if kind == "effect_dispatched":
-        call.phase = "dispatched"
-        return
-    if kind == "effect_cancelled":
-        call.phase = "cancelled"
-        return
-    if kind == "effect_lookup":
-        if record.get("result") in ("applied", "not_applied"):
-            call.phase, call.provider_ref = str(record.get("phase")), record.get("provider_ref")
-            call.resolution = f"lookup:{record.get('result')}"
-            _after(calls, call)
-        return
-    if kind == "effect_resolved":
-        call.phase, call.quarantined = str(record.get("phase")), 0
-        call.provider_ref = record.get("provider_ref") if record.get("provider_ref") is not None else call.provider_ref
-        call.resolution, call.resolved_by, call.reason = (record.get("resolution"), record.get("operator"),
-                                                          record.get("reason"))  # fmt: skip
-        _after(calls, call)
-        return
-    if kind == "effect_quarantined" and record.get("sent") is False:  # an edited row, quarantined unsent
-        call.quarantined = 1
-        return
-    if kind not in _OUTCOMES:
-        return
-    call.phase, call.provider_ref = str(record.get("phase")), record.get("provider_ref")
-    call.quarantined = 1 if kind == "effect_quarantined" else 0
-    _after(calls, call)
-
-
-def _after(calls: dict[str, _Call], call: _Call) -> None:
-    """runtime/effect_worker.py `after_phase` on the replayed calls: one rule for outcomes, lookups and
-    operators' resolutions."""
-    if call.compensates is not None:  # a good compensation undoes its call
-        undone = calls.get(call.compensates)
-        if call.phase in _GOOD and undone is not None:
-            undone.phase = "compensated"
-        return
-    if call.phase in ("abandoned_uncertain", "compensation_required") or (
-        call.phase == "failed" and ON_FAILED.get(call.strategy or "", "") is None
-    ):
-        _compensate_earlier(calls, call)
-
-
-def _compensate_earlier(calls: dict[str, _Call], given_up: _Call) -> None:
-    for other in calls.values():
-        if (other.event_seq == given_up.event_seq and other.call_index < given_up.call_index
-                and other.compensates is None and other.strategy == "compensate" and other.phase in _GOOD):  # fmt: skip
-            other.phase = "compensation_required"
-
-
-def _effect_rows(found: _Found, db: Backend, agreement_id: str, doc: Mapping[str, Any],
-                 records: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:  # fmt: skip
-    table = db.query(
-        "SELECT id, effect, strategy, event_seq, call_index, compensates, phase, method, url, amount, "
-        "idempotency_key, payload_digest, provider_ref, quarantined, resolution, resolved_by, reason, payload "
-        "FROM effects WHERE agreement_id = ? ORDER BY id",
-        (agreement_id,),
-    )
-    payloads = {str(row[0]): str(row[-1]) for row in table}
-    calls = _replay_effects(doc, agreement_id, records, payloads)
-    present = set()
-    for row in table:
-        instance = str(row[0])
-        present.add(instance)
-        effect, strategy, event_seq, call_index, compensates, phase, method, url, *rest, payload = row[1:]
-        stored = dict(zip(_EFFECT_FIELDS, (effect, strategy, int(event_seq), int(call_index), compensates, phase,
-                                           f"{method} {url}", *rest), strict=True))  # fmt: skip
-        stored["quarantined"] = int(stored["quarantined"])
-        call = calls.get(instance)
-        if call is None:
-            call = _unsent_compensation(doc, agreement_id, calls, instance, stored, payloads)
-        if call is None:
-            found.add(None, f"effect call `{instance}` has no evidence record")
-            continue
-        differing = [name for name, value in call.values().items() if _shown(value) != _shown(stored[name])]
-        if hash_bytes(str(payload).encode("utf-8")) != stored["payload_digest"]:  # the bytes a worker sends
-            differing.append("payload")
-        if differing:
-            found.add(None, f"effect call `{instance}` disagrees with its evidence records on {', '.join(differing)}")
-    for instance, call in calls.items():
-        if instance not in present and call.recorded:
-            found.add(None, f"evidence records name effect call `{instance}`, which the effects table does not hold")
-
-
-def _unsent_compensation(doc: Mapping[str, Any], agreement_id: str, calls: dict[str, _Call], instance: str,
-                         stored: Mapping[str, Any], payloads: Mapping[str, str]) -> _Call | None:  # fmt: skip
-    """A compensation row made for a call the records put in `compensation_required`, not yet sent: it has no
-    record of its own, so it must be exactly the one derived from its call (and it is claimed as not yet sent)."""
-    original = calls.get(instance[:-2]) if instance.endswith("/c") else None
-    if original is None or original.phase != "compensation_required" or stored["phase"] != "prepared":
-        return None
-    return _compensation(doc, agreement_id, calls, instance, payloads, recorded=False)
-
-
-def _shown(value: object) -> object:
-    return None if value is None else str(value)
 
 
 # -- approvals --------------------------------------------------------------------------------

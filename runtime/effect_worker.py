@@ -42,7 +42,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
@@ -203,6 +203,10 @@ class EffectWorker:
                     continue  # waits for an earlier call of its event
                 _lock_agreement(db, row.agreement_id)  # evidence is appended under the agreement's lock
                 if action == "compensate":
+                    # The call must be one the records gave up, before its compensation is made at all.
+                    if _current(db, f"{row.id}/c") is None and (why := _disagreement(self.store, db, row)):
+                        _quarantine_unsent(db, row, why, now)
+                        return row, "refused", _Target((), DEFAULT_TIMEOUT_S)
                     made = _compensation(db, self.store, row, now)
                     if made is None:
                         _quarantine_unsent(db, row, f"`{row.id}` needs a compensation its bundle does not derive",
@@ -439,66 +443,31 @@ def compensate_earlier(db: Backend, agreement_id: str, event_seq: int, call_inde
 EDITED: Final = "PW644"
 
 
-def _event_calls(db: Backend, agreement_id: str, seq: int) -> list[Any] | None:
-    """The calls of event `seq` as its evidence record holds them; None unless the whole chain verifies.
+def _disagreement(store: Store, db: Backend, row: _Row) -> str | None:
+    """Why the row is not the call its evidence records make it (None when it is): before any byte leaves.
 
-    The record must be in an intact chain (every record hashing to its row,
-    linked to its predecessor, numbered without gaps, and agreeing with the
-    event log, whose row must hold the same calls: `check_chain`), so
-    editing the effect row and one record, or the row and the event, is not
-    enough to get other bytes sent.
+    The row is only a copy. Its bytes, key, destination, amount, strategy
+    and phase must be those the records of an intact chain give it
+    (runtime/_effect_replay.py, the replay `evidence verify` runs): every
+    record hashing to its row, linked to its predecessor, numbered without
+    gaps, and agreeing with the event log (`check_chain`). So an edited row
+    cannot send another amount, or to another destination, or send a `once`
+    call again (its phase set back, its strategy changed); and a
+    compensation is sent only as the one row `ID/c` derived from the bundle
+    and its call, for a call the records put in `compensation_required`.
     """
+    from pactwright.runtime._effect_replay import row_disagreement
     from pactwright.runtime._evidence_chain import check_chain
 
     try:
-        agreement = rows.read(db, agreement_id, lock=False)
-    except PactwrightError:
-        return None
+        agreement = rows.read(db, row.agreement_id, lock=False)
+        bundle = rows.load_bundle(store, db, agreement, ())
+    except PactwrightError as exc:
+        return f"the bundle of agreement `{row.agreement_id}` does not load ({exc.code})"
     chain = check_chain(db, agreement)
     if not chain.ok:
-        return None
-    event_id = f"{agreement_id}/{seq}"
-    record = next((r for r in chain.records if r.get("kind") == "event" and r.get("event_id") == event_id), None)
-    calls = None if record is None else record.get("effects", [])
-    return list(calls) if isinstance(calls, list) else None
-
-
-def _disagreement(store: Store, db: Backend, row: _Row) -> str | None:
-    """Why the row is not the call its event committed (None when it is): before any byte leaves.
-
-    The row is only a copy: its bytes, key, destination and amount must be
-    those of the event's hash-chained evidence record, or an edited row
-    could send another amount, or to another destination. A compensation
-    must be, field for field, the one derived from the bundle and the call
-    it undoes (itself checked the same way): an inserted row naming another
-    effect (the charge itself, say) is never sent.
-    """
-    original = row if row.compensates is None else _current(db, row.compensates)
-    if original is None:
-        return f"the call `{row.compensates}` this compensation undoes is gone"
-    calls = _event_calls(db, original.agreement_id, original.event_seq)
-    if calls is None:
-        return f"no evidence record of event `{original.agreement_id}/{original.event_seq}` in an intact chain"
-    committed = next((c for c in calls if isinstance(c, Mapping) and c.get("instance") == original.id), None)
-    if committed is None:
-        return f"event `{original.agreement_id}/{original.event_seq}` committed no call `{original.id}`"
-    seen = {
-        "payload_digest": hash_bytes(original.payload.encode("utf-8")),
-        "idempotency_key": original.key,
-        "destination": f"{original.method} {original.url}",
-        "amount": original.amount,
-        "effect": original.effect,
-    }
-    differing = sorted(name for name, value in seen.items() if committed.get(name) != value)
-    if differing:
-        return f"`{original.id}` differs from its committed event on {', '.join(differing)}"
-    if row.compensates is not None:
-        derived = _derived(store, db, original)
-        if derived is None or (row.effect, row.strategy, row.method, row.url, row.key, row.payload.encode("utf-8"),
-                               row.amount) != (derived.effect, derived.strategy, derived.method, derived.url,
-                                               derived.idempotency_key, derived.body, derived.amount):  # fmt: skip
-            return f"compensation `{row.id}` is not the one derived from `{original.id}` and the bundle"
-    return None
+        return f"the evidence chain of agreement `{row.agreement_id}` does not verify"
+    return row_disagreement(db, row.agreement_id, bundle.doc, chain.records, row.id)
 
 
 def _derived(store: Store, db: Backend, original: _Row) -> Compensation | None:

@@ -590,16 +590,19 @@ def test_an_edited_destination_is_named(backend: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_a_compensation_refused_unsent_is_not_named_in_place_of_its_edited_call(backend: str, tmp_path: Path) -> None:
+def test_a_call_edited_before_its_compensation_is_refused_itself_and_named(backend: str, tmp_path: Path) -> None:
+    """The call to undo is checked against its records before its compensation is made: no compensation row,
+    the edited call quarantined unsent, and verify names its destination, not a compensation."""
     with _running(_policy("compensate with undo"), tmp_path, backend) as (store, sim, adapter, _):
         _step(store, adapter, T0 + 20)
         _tamper(store, ("UPDATE effects SET url = ? WHERE id = 'a1/1/e0'", (f"{PROVIDER}/notify",)))
         sim.queue("lost_request")
         _step(store, adapter, T0 + 30)
         refused = _step(store, adapter, T0 + 40)
-        assert (refused.instance, refused.action) == ("a1/1/e0/c", "refuse")
-        named = [m for _, _, m in _problems(store)]
-        assert not any("`a1/1/e0/c`" in m for m in named), named
+        assert (refused.instance, refused.action) == ("a1/1/e0", "refuse")
+        assert _phases(store) == [("1/e0", "compensation_required", 1), ("1/e1", "abandoned_uncertain", 0)]
+        assert _problems(store) == [("PW586", None, "effect call `a1/1/e0` disagrees with its evidence records on "
+                                                    "destination")]  # fmt: skip
 
 
 # -- approvals ------------------------------------------------------------------------------------
