@@ -110,15 +110,37 @@ def effect_problems(db: Backend, agreement_id: str, doc: Mapping[str, Any], reco
 
 
 def row_disagreement(db: Backend, agreement_id: str, doc: Mapping[str, Any], records: list[dict[str, Any]],
-                     instance: str) -> str | None:  # fmt: skip
-    """Why row `instance` is not the call the records make it (None when it is): the worker's check."""
+                     instance: str, *, earlier: bool = False) -> str | None:  # fmt: skip
+    """Why row `instance` is not the call the records make it (None when it is): the worker's check.
+
+    With `earlier`, also every call the records put before it in its event
+    (a row that disagrees, or one the table no longer holds), and every row
+    the table puts there: the worker sends or cancels a call on what those
+    rows say.
+    """
     table = _rows(db, agreement_id)
     payloads = {r.instance: r.payload for r in table}
     calls = _replay(doc, agreement_id, records, payloads)
     row = next((r for r in table if r.instance == instance), None)
     if row is None:
         return f"effect call `{instance}` is gone"
-    return _compare(doc, agreement_id, calls, row, payloads)
+    problem = _compare(doc, agreement_id, calls, row, payloads)
+    if problem is not None or not earlier:
+        return problem
+    seq, index = row.values["event_seq"], row.values["call_index"]
+    by_instance = {r.instance: r for r in table}
+    # The rows `_action` reads (the table's idea of what came before) and the calls the records put there.
+    before = [r.instance for r in table if r.values["event_seq"] == seq and r.values["call_index"] < index
+              and r.values["compensates"] is None]  # fmt: skip
+    before += [name for name, call in calls.items() if call.event_seq == seq and call.call_index < index
+               and call.compensates is None and name not in before]  # fmt: skip
+    for name in sorted(before):
+        other = by_instance.get(name)
+        problem = (f"evidence records name effect call `{name}`, which the effects table does not hold"
+                   if other is None else _compare(doc, agreement_id, calls, other, payloads))  # fmt: skip
+        if problem is not None:
+            return f"{problem}; `{instance}` goes only after it"
+    return None
 
 
 def _rows(db: Backend, agreement_id: str) -> list[_Row]:

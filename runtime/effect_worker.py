@@ -78,13 +78,18 @@ _COLUMNS: Final = (
     "idempotency_key, payload, amount, attempts"
 )
 # Due: a row to send, a parked row to look up, a required compensation, or a send whose worker died.
-_DUE: Final = (
-    f"SELECT {_COLUMNS} FROM effects WHERE quarantined = 0 AND next_at <= ? AND ("  # noqa: S608
+_IS_DUE: Final = (
+    "quarantined = 0 AND next_at <= ? AND ("
     "(phase IN ('prepared', 'reconciled_not_occurred', 'needs_reconciliation', 'compensation_required') "
     "AND (lease_until IS NULL OR lease_until < ?)) "
-    "OR (phase = 'dispatched' AND lease_until < ?)) "
+    "OR (phase = 'dispatched' AND lease_until < ?))"
+)
+# The candidates, read without a lock; each is then claimed on its own (`_claim_one`).
+_DUE: Final = (
+    f"SELECT id, agreement_id FROM effects WHERE {_IS_DUE} "  # noqa: S608
     "ORDER BY next_at, agreement_id, event_seq, call_index LIMIT 64"
 )
+_DUE_ONE: Final = f"SELECT {_COLUMNS} FROM effects WHERE id = ? AND {_IS_DUE}"  # noqa: S608
 
 
 def _owner() -> str:
@@ -191,50 +196,73 @@ class EffectWorker:
     # -- step 1: claim ------------------------------------------------------------
 
     def _claim(self) -> tuple[_Row, str, _Target] | None:
+        """The next due call this worker may take a step on, leased; None when no call is.
+
+        The candidates are read without a lock, then each is claimed in a
+        transaction of its own that takes the agreement's row lock first and
+        the call's row after it (`SKIP LOCKED` on PostgreSQL, re-checking that
+        it is still due). Every writer of effect rows (a command, an outcome,
+        a lookup, an operator's resolution) locks the agreement first, so no
+        two transactions ever wait for each other's locks in opposite order;
+        and a candidate that must wait holds nothing while the next is tried.
+        """
         if self.store.schema_version() < EFFECT_TABLES:
             return None
         now = self._now()
+        with self.store.transaction(write=False) as db:
+            candidates = [(str(instance), str(agreement)) for instance, agreement in db.query(_DUE, (now, now, now))]
+        for instance, agreement_id in candidates:
+            claimed = self._claim_one(instance, agreement_id, now)
+            if claimed is not None:
+                return claimed
+        return None
+
+    def _claim_one(self, instance: str, agreement_id: str, now: int) -> tuple[_Row, str, _Target] | None:
         with self.store.transaction(write=True, exclusive=False) as db:
-            sql = _DUE + (" FOR UPDATE SKIP LOCKED" if db.name == "postgresql" else "")
-            for found in db.query(sql, (now, now, now)):
-                row = _Row.of(found)
-                action = self._action(db, row)
-                if action is None:
-                    continue  # waits for an earlier call of its event
-                _lock_agreement(db, row.agreement_id)  # evidence is appended under the agreement's lock
-                if action == "compensate":
-                    # The call must be one the records gave up, before its compensation is made at all.
-                    if _current(db, f"{row.id}/c") is None and (why := _disagreement(self.store, db, row)):
-                        _quarantine_unsent(db, row, why, now)
-                        return row, "refused", _Target((), DEFAULT_TIMEOUT_S)
-                    made = _compensation(db, self.store, row, now)
-                    if made is None:
-                        _quarantine_unsent(db, row, f"`{row.id}` needs a compensation its bundle does not derive",
-                                           now)  # fmt: skip
-                        return row, "refused", _Target((), DEFAULT_TIMEOUT_S)
-                    compensation, created = made
-                    if not created:
-                        # The compensation row exists and is due on its own (sent, looked up, recovered
-                        # there); a given-up one (abandoned, failed for good) is never sent again, and the
-                        # call it was to undo leaves the due set, for an operator.
-                        if compensation.phase == "abandoned_uncertain" or (
-                            compensation.phase == "failed" and ON_FAILED[compensation.strategy] is None
-                        ):
-                            db.execute("UPDATE effects SET next_at = ?, updated_at = ? WHERE id = ?",
-                                       (NEVER, now, row.id))  # fmt: skip
-                        continue
-                    row, action = compensation, "dispatch"
-                if action in {"dispatch", "lookup", "recover"} and (why := _disagreement(self.store, db, row)):
+            _lock_agreement(db, agreement_id)  # evidence is appended under the agreement's lock
+            sql = _DUE_ONE + (" FOR UPDATE SKIP LOCKED" if db.name == "postgresql" else "")
+            found = db.query(sql, (instance, now, now, now))
+            if not found:
+                return None  # another worker took it, or it changed since it was read
+            row = _Row.of(found[0])
+            action = self._action(db, row)
+            if action is None:
+                return None  # waits for an earlier call of its event
+            if action == "compensate":
+                # The call must be one the records gave up, before its compensation is made at all.
+                if _current(db, f"{row.id}/c") is None and (why := _disagreement(self.store, db, row)):
                     _quarantine_unsent(db, row, why, now)
                     return row, "refused", _Target((), DEFAULT_TIMEOUT_S)
-                target = _target(self.store, db, row)
-                if action == "dispatch":
-                    row = _mark_dispatched(db, row, self.owner, now + self.lease_seconds, now)
-                else:
-                    db.execute("UPDATE effects SET lease_owner = ?, lease_until = ?, updated_at = ? WHERE id = ?",
-                               (self.owner, now + self.lease_seconds, now, row.id))  # fmt: skip
-                return row, action, target
-        return None
+                made = _compensation(db, self.store, row, now)
+                if made is None:
+                    _quarantine_unsent(db, row, f"`{row.id}` needs a compensation its bundle does not derive",
+                                       now)  # fmt: skip
+                    return row, "refused", _Target((), DEFAULT_TIMEOUT_S)
+                compensation, created = made
+                if not created:
+                    # The compensation row exists and is due on its own (sent, looked up, recovered
+                    # there); a given-up one (abandoned, failed for good) is never sent again, and the
+                    # call it was to undo leaves the due set, for an operator.
+                    if compensation.phase == "abandoned_uncertain" or (
+                        compensation.phase == "failed" and ON_FAILED[compensation.strategy] is None
+                    ):
+                        db.execute("UPDATE effects SET next_at = ?, updated_at = ? WHERE id = ?",
+                                   (NEVER, now, row.id))  # fmt: skip
+                    return None
+                row, action = compensation, "dispatch"
+            # Every step rests on the row as its records make it; a send or a cancel also on the earlier
+            # calls of its event (whether they went well or were given up), as `_action` read their rows.
+            earlier = action in {"dispatch", "cancel"} and row.compensates is None
+            if why := _disagreement(self.store, db, row, earlier=earlier):
+                _quarantine_unsent(db, row, why, now)
+                return row, "refused", _Target((), DEFAULT_TIMEOUT_S)
+            target = _target(self.store, db, row)
+            if action == "dispatch":
+                row = _mark_dispatched(db, row, self.owner, now + self.lease_seconds, now)
+            else:
+                db.execute("UPDATE effects SET lease_owner = ?, lease_until = ?, updated_at = ? WHERE id = ?",
+                           (self.owner, now + self.lease_seconds, now, row.id))  # fmt: skip
+            return row, action, target
 
     def _action(self, db: Backend, row: _Row) -> str | None:
         if row.phase == "dispatched":
@@ -443,7 +471,7 @@ def compensate_earlier(db: Backend, agreement_id: str, event_seq: int, call_inde
 EDITED: Final = "PW644"
 
 
-def _disagreement(store: Store, db: Backend, row: _Row) -> str | None:
+def _disagreement(store: Store, db: Backend, row: _Row, *, earlier: bool = False) -> str | None:
     """Why the row is not the call its evidence records make it (None when it is): before any byte leaves.
 
     The row is only a copy. Its bytes, key, destination, amount, strategy
@@ -455,6 +483,10 @@ def _disagreement(store: Store, db: Backend, row: _Row) -> str | None:
     call again (its phase set back, its strategy changed); and a
     compensation is sent only as the one row `ID/c` derived from the bundle
     and its call, for a call the records put in `compensation_required`.
+    With `earlier`, the calls before it in its event are checked too (a
+    call goes only after them, and is cancelled when one was given up), so
+    an earlier row set to `acknowledged` behind pactwright's back, moved or
+    deleted sends nothing.
     """
     from pactwright.runtime._effect_replay import row_disagreement
     from pactwright.runtime._evidence_chain import check_chain
@@ -467,7 +499,7 @@ def _disagreement(store: Store, db: Backend, row: _Row) -> str | None:
     chain = check_chain(db, agreement)
     if not chain.ok:
         return f"the evidence chain of agreement `{row.agreement_id}` does not verify"
-    return row_disagreement(db, row.agreement_id, bundle.doc, chain.records, row.id)
+    return row_disagreement(db, row.agreement_id, bundle.doc, chain.records, row.id, earlier=earlier)
 
 
 def _derived(store: Store, db: Backend, original: _Row) -> Compensation | None:

@@ -595,14 +595,32 @@ def test_a_call_edited_before_its_compensation_is_refused_itself_and_named(backe
     the edited call quarantined unsent, and verify names its destination, not a compensation."""
     with _running(_policy("compensate with undo"), tmp_path, backend) as (store, sim, adapter, _):
         _step(store, adapter, T0 + 20)
-        _tamper(store, ("UPDATE effects SET url = ? WHERE id = 'a1/1/e0'", (f"{PROVIDER}/notify",)))
         sim.queue("lost_request")
-        _step(store, adapter, T0 + 30)
+        _step(store, adapter, T0 + 30)  # the later call is lost: the first one must be undone
+        _tamper(store, ("UPDATE effects SET url = ? WHERE id = 'a1/1/e0'", (f"{PROVIDER}/notify",)))
         refused = _step(store, adapter, T0 + 40)
         assert (refused.instance, refused.action) == ("a1/1/e0", "refuse")
         assert _phases(store) == [("1/e0", "compensation_required", 1), ("1/e1", "abandoned_uncertain", 0)]
         assert _problems(store) == [("PW586", None, "effect call `a1/1/e0` disagrees with its evidence records on "
                                                     "destination")]  # fmt: skip
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_call_edited_after_it_went_holds_back_the_next_call_of_its_event(backend: str, tmp_path: Path) -> None:
+    """The next call goes on what the earlier row says: an earlier row edited after it was sent (another
+    destination) keeps the next call unsent, quarantined with a reason naming the edited call."""
+    with _running(_policy("compensate with undo"), tmp_path, backend) as (store, sim, adapter, _):
+        _step(store, adapter, T0 + 20)
+        _tamper(store, ("UPDATE effects SET url = ? WHERE id = 'a1/1/e0'", (f"{PROVIDER}/notify",)))
+        writes = sim.state()["writes"]
+        refused = _step(store, adapter, T0 + 30)
+        assert (refused.instance, refused.action) == ("a1/1/e1", "refuse")
+        assert sim.state()["writes"] == writes  # nothing more left
+        assert _phases(store) == [("1/e0", "acknowledged", 0), ("1/e1", "prepared", 1)]  # (phase, quarantined)
+        reason = _claims(store)["a1/1/e1"]
+        assert "QUARANTINED" in reason and "nothing was ever sent" in reason, reason
+        assert ("PW586", None, "effect call `a1/1/e0` disagrees with its evidence records on destination") in (
+            _problems(store))  # fmt: skip
 
 
 # -- approvals ------------------------------------------------------------------------------------
