@@ -77,12 +77,28 @@ _COLUMNS: Final = (
     "id, agreement_id, event_seq, call_index, effect, strategy, compensates, phase, method, url, "
     "idempotency_key, payload, amount, attempts"
 )
+
+
+def _listed(names: frozenset[str] | tuple[str, ...]) -> str:
+    return ", ".join(f"'{name}'" for name in sorted(names))
+
+
+# An earlier call a later one of its event waits for (`_action`): not gone well, not given up.
+_UNSETTLED: Final = (
+    f"w.phase NOT IN ({_listed(GOOD | GIVEN_UP)}) AND NOT (w.phase = 'failed' "
+    f"AND w.strategy IN ({_listed(tuple(s for s, after in ON_FAILED.items() if after is None))}))"
+)
 # Due: a row to send, a parked row to look up, a required compensation, or a send whose worker died.
+# A row to send that waits for an earlier call is not due: a claim would only pass over it, and enough
+# of them would hide every other due call from the candidates a claim reads.
 _IS_DUE: Final = (
-    "quarantined = 0 AND next_at <= ? AND ("
+    "quarantined = 0 AND next_at <= ? AND ("  # noqa: S608 - fixed phase and strategy names
     "(phase IN ('prepared', 'reconciled_not_occurred', 'needs_reconciliation', 'compensation_required') "
     "AND (lease_until IS NULL OR lease_until < ?)) "
-    "OR (phase = 'dispatched' AND lease_until < ?))"
+    "OR (phase = 'dispatched' AND lease_until < ?)) "
+    "AND NOT (compensates IS NULL AND phase IN ('prepared', 'reconciled_not_occurred') AND EXISTS "
+    "(SELECT 1 FROM effects w WHERE w.agreement_id = effects.agreement_id AND w.event_seq = effects.event_seq "
+    f"AND w.call_index < effects.call_index AND w.compensates IS NULL AND {_UNSETTLED}))"
 )
 # The candidates, read without a lock; each is then claimed on its own (`_claim_one`).
 _DUE: Final = (

@@ -608,7 +608,7 @@ def test_migration_10_leaves_a_call_whose_compensation_is_not_good(backend: str,
         phases = _phases(store)
         assert phases == [("1/e0", "compensation_required", 0), (C, *compensation), ("1/e1", "abandoned_uncertain", 0)]
         with store.transaction(exclusive=False) as db:
-            db.execute("DELETE FROM schema_migrations WHERE version = 10")
+            db.execute("DELETE FROM schema_migrations WHERE version >= 10")  # made before 10 (and 11)
         with open_store(url) as migrated:
             assert migrated.schema_version() == LATEST
             assert _phases(migrated) == phases

@@ -386,6 +386,24 @@ MIGRATIONS: tuple[Migration, ...] = (
             "AND phase IN ('acknowledged', 'reconciled_recovered'))",
         ),
     ),
+    Migration(
+        11,
+        "a given-up call undoes the earlier calls of its event",
+        (
+            # Before 11, a `compensate` call whose outcome was unknown (`compensation_required`) did not
+            # put the `compensate` calls before it in its event, which had gone through, in
+            # `compensation_required`: they stayed `acknowledged`, never undone, while the worker and the
+            # evidence replay now expect them there (the verifier's model always did). A call that went
+            # through next to a later call given up (or undone since) can only be such a row.
+            "UPDATE effects SET phase = 'compensation_required', next_at = 0 "
+            "WHERE compensates IS NULL AND strategy = 'compensate' "
+            "AND phase IN ('acknowledged', 'reconciled_recovered') AND EXISTS "
+            "(SELECT 1 FROM effects later WHERE later.agreement_id = effects.agreement_id "
+            "AND later.event_seq = effects.event_seq AND later.call_index > effects.call_index "
+            "AND later.compensates IS NULL AND (later.phase IN ('abandoned_uncertain', 'compensation_required', "
+            "'compensated') OR (later.phase = 'failed' AND later.strategy IN ('once', 'compensate'))))",
+        ),
+    ),
 )
 # The migration that created the effect, approval-request and party tables.
 EFFECT_TABLES = 4
