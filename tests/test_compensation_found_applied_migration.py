@@ -20,6 +20,7 @@ from tests.signed_bundles import BACKENDS
 from tests.test_evidence_replay_attacks import (
     SEQUENCES,
     _claims,
+    _migrates_unchanged,
     _phases,
     _play,
     _policy,
@@ -62,9 +63,4 @@ def test_migration_10_leaves_a_call_whose_compensation_has_not_run(backend: str,
     with _running(_policy("compensate with undo", undo, notify), tmp_path, backend) as (store, sim, adapter, url):
         _play(store, sim, adapter, plan)
         assert _phases(store) == phases and phases[0] == ("1/e0", "compensation_required", 0)
-        with store.transaction(exclusive=False) as db:
-            db.execute("DELETE FROM schema_migrations WHERE version >= 10")  # made before 10 (and 11)
-        with open_store(url) as migrated:
-            assert migrated.schema_version() == LATEST
-            assert _phases(migrated) == phases
-            _verifies(migrated)
+        _migrates_unchanged(store, url, 10)

@@ -43,6 +43,7 @@ from tests.test_evidence_replay_attacks import (
     PROVIDER,
     _claims,
     _compensation_due,
+    _migrates_unchanged,
     _phases,
     _policy,
     _problems,
@@ -597,8 +598,6 @@ LEFT_ALONE = {
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", list(LEFT_ALONE))
 def test_migration_10_leaves_a_call_whose_compensation_is_not_good(backend: str, name: str, tmp_path: Path) -> None:
-    from pactwright.runtime.store._migrations import LATEST
-
     undo, faults, steps, compensation = LEFT_ALONE[name]
     with _running(_policy("compensate with undo", undo), tmp_path, backend) as (store, sim, adapter, url):
         _compensation_due(store, sim, adapter)
@@ -607,12 +606,7 @@ def test_migration_10_leaves_a_call_whose_compensation_is_not_good(backend: str,
             _step(store, adapter, T0 + 40 + n * 1000)
         phases = _phases(store)
         assert phases == [("1/e0", "compensation_required", 0), (C, *compensation), ("1/e1", "abandoned_uncertain", 0)]
-        with store.transaction(exclusive=False) as db:
-            db.execute("DELETE FROM schema_migrations WHERE version >= 10")  # made before 10 (and 11)
-        with open_store(url) as migrated:
-            assert migrated.schema_version() == LATEST
-            assert _phases(migrated) == phases
-            _verifies(migrated)
+        _migrates_unchanged(store, url, 10)
 
 
 # -- PostgreSQL: a read transaction is one read-only snapshot ----------------------------------------

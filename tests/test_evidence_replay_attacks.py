@@ -82,6 +82,20 @@ def _verifies(store: Store, agreement_id: str = "a1") -> None:
     assert problems == [], f"a run nobody tampered with does not verify: {problems}"
 
 
+def _migrates_unchanged(store: Store, url: str, since: int) -> None:
+    """The store as one made before migration `since` (its markers from there on deleted) migrates to the
+    latest version with every call's phase kept, and verifies."""
+    from pactwright.runtime.store._migrations import LATEST
+
+    phases = _phases(store)
+    with store.transaction(exclusive=False) as db:
+        db.execute("DELETE FROM schema_migrations WHERE version >= ?", (since,))
+    with open_store(url) as migrated:
+        assert migrated.schema_version() == LATEST
+        assert _phases(migrated) == phases
+        _verifies(migrated)
+
+
 def _phases(store: Store, agreement_id: str = "a1") -> list[tuple[str, str, int]]:
     """(instance id without the agreement, phase, quarantined) of every call of the agreement."""
     with store.transaction(write=False) as db:
