@@ -145,12 +145,21 @@ def fresh_store(backend: str, postgres: str, directory: Path) -> Iterator[tuple[
 def raw_ddl(backend: str) -> list[str]:
     """The runtime's own DDL for agreements, events and outbox on `backend`, renamed to `raw_*` copies."""
     out = []
+    indexes: set[str] = set()  # the indexes made on the copied tables, which a later migration may drop
     for statement in (s for m in MIGRATIONS if backend in m.backends for s in m.statements):
+        dropped = re.fullmatch(r"DROP INDEX (\w+)", statement)
+        if dropped is not None:
+            if dropped.group(1) in indexes:
+                out.append(f"DROP INDEX raw_{dropped.group(1)}")
+            continue
         target = re.search(r"(?:TABLE|ON) (\w+)", statement)
         if target is None or target.group(1) not in RAW_TABLES:
             continue
         if "idempotency_key" in statement:  # the key column and its index are the runtime's own work
             continue
+        made = re.match(r"CREATE INDEX (\w+)", statement)
+        if made is not None:
+            indexes.add(made.group(1))
         renamed = re.sub(rf"\b({'|'.join(RAW_TABLES)})\b", r"raw_\1", statement)
         out.append(re.sub(r"CREATE INDEX (\w+)", r"CREATE INDEX raw_\1", renamed))
     return out

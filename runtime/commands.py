@@ -602,17 +602,8 @@ def _writes(before: Agreement, after: Agreement, result: SubmitResult, spec: Map
     return out
 
 
-_PROGRAMS: dict[bytes, Program] = {}  # a parsed program is a function of its (re-verified) bytes
-
-
 def _program(data: bytes) -> Program:
-    found = _PROGRAMS.get(data)
-    if found is None:
-        found = parse_program(data.decode("utf-8"))
-        if len(_PROGRAMS) >= 256:
-            _PROGRAMS.clear()
-        _PROGRAMS[data] = found
-    return found
+    return parse_program(data.decode("utf-8"))  # parsed once per text (runtime/numscript/_parser.py)
 
 
 def _text(value: Any) -> str:

@@ -51,13 +51,14 @@ from pactwright.errors import PactwrightError, UsageError
 from pactwright.protocol import ON_FAILED, ON_UNCERTAIN, PHASE_NAMES
 from pactwright.runtime import _agreement as rows
 from pactwright.runtime import _loop as loop
-from pactwright.runtime._compensation import Compensation, compensation_body, derive
+from pactwright.runtime._compensation import compensation_body
+from pactwright.runtime._effect_bundle import Own, Target, derived_compensation, disagreement, egress_of
 from pactwright.runtime.clock import Clock, SystemClock, epoch_seconds
 from pactwright.runtime.effect_adapter import EffectAdapter, EffectRequest, Lookup, Outcome
 from pactwright.runtime.effect_payload import DEFAULT_TIMEOUT_S
 from pactwright.runtime.store import Store
 from pactwright.runtime.store._backend import Backend
-from pactwright.runtime.store._migrations import EFFECT_TABLES
+from pactwright.runtime.store._migrations import EFFECT_TABLES, EFFECTS_LIVE
 
 __all__ = ["CRASH_ENV", "CRASH_POINTS", "EffectStep", "EffectWorker"]
 
@@ -101,9 +102,10 @@ _IS_DUE: Final = (
     f"AND w.call_index < effects.call_index AND w.compensates IS NULL AND {_UNSETTLED}))"
 )
 # The candidates, read without a lock; each is then claimed on its own (`_claim_one`).
+# The index `effects_live` (migration 13) holds exactly the rows of the first two terms, in this order.
 _DUE: Final = (
-    f"SELECT id, agreement_id FROM effects WHERE {_IS_DUE} "  # noqa: S608
-    "ORDER BY next_at, agreement_id, event_seq, call_index LIMIT 64"
+    f"SELECT id, agreement_id FROM effects WHERE quarantined = 0 AND phase IN {EFFECTS_LIVE} "  # noqa: S608
+    f"AND {_IS_DUE} ORDER BY next_at, agreement_id, event_seq, call_index LIMIT 64"
 )
 _DUE_ONE: Final = f"SELECT {_COLUMNS} FROM effects WHERE id = ? AND {_IS_DUE}"  # noqa: S608
 
@@ -211,7 +213,7 @@ class EffectWorker:
 
     # -- step 1: claim ------------------------------------------------------------
 
-    def _claim(self) -> tuple[_Row, str, _Target] | None:
+    def _claim(self) -> tuple[_Row, str, Target] | None:
         """The next due call this worker may take a step on, leased; None when no call is.
 
         The candidates are read without a lock, then each is claimed in a
@@ -233,27 +235,30 @@ class EffectWorker:
                 return claimed
         return None
 
-    def _claim_one(self, instance: str, agreement_id: str, now: int) -> tuple[_Row, str, _Target] | None:
+    def _claim_one(self, instance: str, agreement_id: str, now: int) -> tuple[_Row, str, Target] | None:
         with self.store.transaction(write=True, exclusive=False) as db:
             _lock_agreement(db, agreement_id)  # evidence is appended under the agreement's lock
+            own = Own(self.store, db, agreement_id)
             sql = _DUE_ONE + (" FOR UPDATE SKIP LOCKED" if db.name == "postgresql" else "")
             found = db.query(sql, (instance, now, now, now))
             if not found:
                 return None  # another worker took it, or it changed since it was read
             row = _Row.of(found[0])
+            if row.agreement_id != agreement_id:
+                return None  # moved to another agreement since it was read: the next round locks that one
             action = self._action(db, row)
             if action is None:
                 return None  # waits for an earlier call of its event
             if action == "compensate":
                 # The call must be one the records gave up, before its compensation is made at all.
-                if _current(db, f"{row.id}/c") is None and (why := _disagreement(self.store, db, row)):
+                if _current(db, f"{row.id}/c") is None and (why := disagreement(own, row)):
                     _quarantine_unsent(db, row, why, now)
-                    return row, "refused", _Target((), DEFAULT_TIMEOUT_S)
-                made = _compensation(db, self.store, row, now)
+                    return row, "refused", Target((), DEFAULT_TIMEOUT_S)
+                made = _compensation(db, own, row, now)
                 if made is None:
                     _quarantine_unsent(db, row, f"`{row.id}` needs a compensation its bundle does not derive",
                                        now)  # fmt: skip
-                    return row, "refused", _Target((), DEFAULT_TIMEOUT_S)
+                    return row, "refused", Target((), DEFAULT_TIMEOUT_S)
                 compensation, created = made
                 if not created:
                     # The compensation row exists and is due on its own (sent, looked up, recovered
@@ -269,10 +274,10 @@ class EffectWorker:
             # Every step rests on the row as its records make it; a send or a cancel also on the earlier
             # calls of its event (whether they went well or were given up), as `_action` read their rows.
             earlier = action in {"dispatch", "cancel"} and row.compensates is None
-            if why := _disagreement(self.store, db, row, earlier=earlier):
+            if why := disagreement(own, row, earlier=earlier):
                 _quarantine_unsent(db, row, why, now)
-                return row, "refused", _Target((), DEFAULT_TIMEOUT_S)
-            target = _target(self.store, db, row)
+                return row, "refused", Target((), DEFAULT_TIMEOUT_S)
+            target = egress_of(own, row)
             if action == "dispatch":
                 row = _mark_dispatched(db, row, self.owner, now + self.lease_seconds, now)
             else:
@@ -304,7 +309,7 @@ class EffectWorker:
 
     # -- steps 2 and 3: send, then commit the outcome ----------------------------
 
-    def _send(self, row: _Row, target: _Target) -> EffectStep:
+    def _send(self, row: _Row, target: Target) -> EffectStep:
         self._crash("after_dispatched")
         try:
             outcome = self.adapter.dispatch(_request(row, target), target.egress)
@@ -372,7 +377,7 @@ class EffectWorker:
                 "at": now})  # fmt: skip
         return EffectStep(row.id, row.effect, "cancel", "cancelled", row.attempts)
 
-    def _lookup(self, row: _Row, target: _Target) -> EffectStep:
+    def _lookup(self, row: _Row, target: Target) -> EffectStep:
         try:
             found = self.adapter.lookup(_request(row, target), target.egress)
         except PactwrightError as exc:
@@ -487,48 +492,6 @@ def compensate_earlier(db: Backend, agreement_id: str, event_seq: int, call_inde
 EDITED: Final = "PW644"
 
 
-def _disagreement(store: Store, db: Backend, row: _Row, *, earlier: bool = False) -> str | None:
-    """Why the row is not the call its evidence records make it (None when it is): before any byte leaves.
-
-    The row is only a copy. Its bytes, key, destination, amount, strategy
-    and phase must be those the records of an intact chain give it
-    (runtime/_effect_replay.py, the replay `evidence verify` runs): every
-    record hashing to its row, linked to its predecessor, numbered without
-    gaps, and agreeing with the event log (`check_chain`). So an edited row
-    cannot send another amount, or to another destination, or send a `once`
-    call again (its phase set back, its strategy changed); and a
-    compensation is sent only as the one row `ID/c` derived from the bundle
-    and its call, for a call the records put in `compensation_required`.
-    With `earlier`, the calls before it in its event are checked too (a
-    call goes only after them, and is cancelled when one was given up), so
-    an earlier row set to `acknowledged` behind pactwright's back, moved or
-    deleted sends nothing.
-    """
-    from pactwright.runtime._effect_replay import row_disagreement
-    from pactwright.runtime._evidence_chain import check_chain
-
-    try:
-        agreement = rows.read(db, row.agreement_id, lock=False)
-        bundle = rows.load_bundle(store, db, agreement, ())
-    except PactwrightError as exc:
-        return f"the bundle of agreement `{row.agreement_id}` does not load ({exc.code})"
-    chain = check_chain(db, agreement)
-    if not chain.ok:
-        return f"the evidence chain of agreement `{row.agreement_id}` does not verify"
-    return row_disagreement(db, row.agreement_id, bundle.doc, chain.records, row.id, earlier=earlier)
-
-
-def _derived(store: Store, db: Backend, original: _Row) -> Compensation | None:
-    """The compensation `original` must have under its agreement's re-verified bundle (None: it has none)."""
-    try:
-        agreement = rows.read(db, original.agreement_id, lock=False)
-        bundle = rows.load_bundle(store, db, agreement, ())
-        return derive(bundle.doc, original.agreement_id, original.id, original.effect, original.key,
-                      original.payload, original.amount)  # fmt: skip
-    except PactwrightError:
-        return None  # a bundle that no longer verifies, or a payload that does not parse, derives nothing
-
-
 def _quarantine_unsent(db: Backend, row: _Row, why: str, now: int) -> None:
     db.execute("UPDATE effects SET quarantined = 1, last_error = ?, updated_at = ? WHERE id = ?",
                (f"{EDITED}: {why}"[:500], now, row.id))  # fmt: skip
@@ -543,7 +506,7 @@ def _compensation_body(original: _Row, name: str) -> tuple[bytes, str]:
                              name)  # fmt: skip
 
 
-def _compensation(db: Backend, store: Store, row: _Row, now: int) -> tuple[_Row, bool] | None:
+def _compensation(db: Backend, own: Own, row: _Row, now: int) -> tuple[_Row, bool] | None:
     """The compensation row for `row` (created once, `ID/c`, as runtime/_compensation.py derives it), and
     whether it was created now; None when the bundle derives none (the row's strategy was edited, or its
     bundle no longer verifies). The call it undoes keeps its phase until it ran."""
@@ -551,7 +514,7 @@ def _compensation(db: Backend, store: Store, row: _Row, now: int) -> tuple[_Row,
     found = _current(db, instance)
     if found is not None:
         return found, False
-    derived = _derived(store, db, row)
+    derived = derived_compensation(own, row)
     if derived is None:
         return None
     db.execute(
@@ -567,28 +530,7 @@ def _compensation(db: Backend, store: Store, row: _Row, now: int) -> tuple[_Row,
     return created, True
 
 
-@dataclass(frozen=True)
-class _Target:
-    """What the agreement's own re-verified bundle allows the row's effect: its egress and timeout."""
-
-    egress: tuple[tuple[str, str], ...]
-    timeout_s: int
-
-
-def _target(store: Store, db: Backend, row: _Row) -> _Target:
-    try:
-        agreement = rows.read(db, row.agreement_id, lock=False)
-        bundle = rows.load_bundle(store, db, agreement, ())
-    except PactwrightError:
-        return _Target((), DEFAULT_TIMEOUT_S)  # a bundle that no longer verifies allows nothing
-    for effect in bundle.doc.get("effects", []):
-        if effect["name"] == row.effect:
-            egress = tuple((str(e["method"]), str(e["url"])) for e in effect["egress"])
-            return _Target(egress, int(effect.get("timeout") or DEFAULT_TIMEOUT_S))
-    return _Target((), DEFAULT_TIMEOUT_S)
-
-
-def _request(row: _Row, target: _Target) -> EffectRequest:
+def _request(row: _Row, target: Target) -> EffectRequest:
     return EffectRequest(row.id, row.effect, row.method, row.url, row.key, row.payload.encode("utf-8"), row.amount,
                          float(target.timeout_s))  # fmt: skip
 

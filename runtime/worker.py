@@ -10,7 +10,10 @@ entry, each safe to repeat:
    (owner, until). PostgreSQL: `SELECT ... FOR UPDATE SKIP LOCKED`, so
    concurrent workers pass over each other's rows; SQLite: the claim runs
    under `BEGIN IMMEDIATE` (one writer), so two processes never claim the
-   same entry. A lease that has expired can be taken over;
+   same entry. A lease that has expired can be taken over. The same
+   transaction reads the program from the agreement's re-verified bundle
+   and reads and checks the agreement's evidence chain, which the entry is
+   checked against before the ledger sees it;
 2. apply: `Ledger.apply(reference, program, variables)` with the entry's
    stable reference `AGREEMENT/EVENTSEQ/GROUP`; the ledger deduplicates by
    reference, so a second apply after a crash moves nothing again;
@@ -46,6 +49,7 @@ from pactwright.errors import LedgerError, PactwrightError, UsageError
 from pactwright.money import MAX_DIGITS
 from pactwright.runtime import _agreement as rows
 from pactwright.runtime import _loop as loop
+from pactwright.runtime._evidence_chain import ChainCheck, check_chain
 from pactwright.runtime._worker_compare import Mismatch, compare, ledger_side, normalize_expected
 from pactwright.runtime.clock import Clock, SystemClock, epoch_seconds
 from pactwright.runtime.ledger_api import Ledger
@@ -62,6 +66,11 @@ DEFAULT_LEASE: Final = 60
 # A lease longer than a year would hold a dead worker's row past any operator's patience.
 MAX_LEASE: Final = 366 * 86_400
 MAX_BACKOFF: Final = 300
+_STATUS_AND_HEAD: Final = (
+    "SELECT o.status, e.seq, e.hash FROM outbox o "
+    "LEFT JOIN (SELECT seq, hash FROM evidence WHERE agreement_id = ? ORDER BY seq DESC LIMIT 1) e ON 1 = 1 "
+    "WHERE o.reference = ?"
+)
 
 # The first due entry whose agreement has nothing undelivered before it (commit order).
 _DUE = (
@@ -103,6 +112,8 @@ class _Claim:
     variables: Any
     expected: Any
     attempts: int
+    # The agreement's evidence chain as the claim's transaction read and checked it (None: no agreement to read)
+    chain: ChainCheck | None = None
 
 
 def _owner() -> str:
@@ -136,6 +147,8 @@ class Worker:
         self.owner = owner or _owner()
         self.lease_seconds = lease_seconds
         self._crash_at = _crash_point()
+        # A store's schema only moves forward: once it has the outbox, it keeps it for this worker's life.
+        self._has_outbox = False
 
     # -- the loop ---------------------------------------------------------------
 
@@ -161,8 +174,10 @@ class Worker:
         return epoch_seconds(self.clock)
 
     def _claim(self) -> _Claim | None:
-        if self.store.schema_version() < RUNTIME_TABLES:
-            return None  # a store made before the outbox existed has nothing to deliver
+        if not self._has_outbox:
+            if self.store.schema_version() < RUNTIME_TABLES:
+                return None  # a store made before the outbox existed has nothing to deliver
+            self._has_outbox = True
         now = self._now()
         with self.store.transaction(write=True, exclusive=False) as db:
             sql = _DUE_SQL[db.name] + (" FOR UPDATE OF o SKIP LOCKED" if db.name == "postgresql" else "")
@@ -175,9 +190,9 @@ class Worker:
                 "WHERE reference = ? AND status = 'pending'",
                 (self.owner, now + self.lease_seconds, int(attempts) + 1, now, reference),
             )
-            text = _program(self.store, db, str(agreement_id), str(path))
+            text, chain = _program_and_chain(self.store, db, str(agreement_id), str(path))
         return _Claim(str(agreement_id), int(seq), int(group), str(reference), str(path), text,
-                      _json(variables), _json(expected), int(attempts) + 1)  # fmt: skip
+                      _json(variables), _json(expected), int(attempts) + 1, chain)  # fmt: skip
 
     def _deliver(self, claim: _Claim) -> Outcome:
         if claim.program_text is None:
@@ -214,30 +229,28 @@ class Worker:
         """Before any byte reaches the ledger: the entry must be what was committed.
 
         The outbox row is only a copy. Its expected postings must equal the
-        postings of the event's hash-chained evidence record, and its program,
-        run on its variables (every account funded, so only the arithmetic
-        speaks), must move exactly those postings; otherwise an edited row
-        could move another agreement's money, or book an amount the event
-        never had. Raises `Mismatch`: the entry is quarantined unapplied.
+        postings of the event's record in the agreement's evidence chain, and
+        its program, run on its variables (every account funded, so only the
+        arithmetic speaks), must move exactly those postings; otherwise an
+        edited row could move another agreement's money, or book an amount
+        the event never had. The chain must verify as `evidence verify`
+        verifies it (every record hashing to its row, linked to the one
+        before, agreeing with the event log), so a record rewritten with a
+        hash to match is not taken as the commit either. Raises `Mismatch`:
+        the entry is quarantined unapplied. The chain is the one the claim
+        read and checked, in its transaction.
         """
-        from pactwright.canonical import hash_bytes
         from pactwright.runtime.numscript import parse_program, run_program
 
         event_id = f"{claim.agreement_id}/{claim.event_seq}"
-        with self.store.transaction(write=False) as db:
-            found = db.query(
-                "SELECT record, hash FROM evidence WHERE agreement_id = ? AND kind = 'event' ORDER BY seq",
-                (claim.agreement_id,),
-            )
-        committed = None
-        for text, digest in found:
-            data = bytes(text) if isinstance(text, bytes | memoryview) else str(text).encode("utf-8")
-            record = _json(data.decode("utf-8", "replace"))
-            if isinstance(record, dict) and record.get("event_id") == event_id:
-                if hash_bytes(data) != str(digest):
-                    raise Mismatch(f"the evidence record of event `{event_id}` does not match its hash")
-                committed = record.get("postings")
-                break
+        chain = claim.chain
+        if chain is not None and not chain.ok:
+            first = chain.problems[0]
+            raise Mismatch(f"the evidence chain of agreement `{claim.agreement_id}` does not verify "
+                           f"([{first.code}] {first.message})")  # fmt: skip
+        records = [] if chain is None else chain.records
+        committed = next((r.get("postings") for r in records if r.get("kind") == "event"
+                          and r.get("event_id") == event_id), None)  # fmt: skip
         if not isinstance(committed, list):
             raise Mismatch(f"no evidence record of event `{event_id}` to check the entry against")
         recorded = [
@@ -271,24 +284,26 @@ class Worker:
         now = self._now()
         with self.store.transaction(write=True, exclusive=False) as db:
             _lock_agreement(db, claim.agreement_id)
-            current = db.query("SELECT status FROM outbox WHERE reference = ?", (claim.reference,))
+            # After the lock, in one statement: the entry's status and the evidence chain's head.
+            current = db.query(_STATUS_AND_HEAD, (claim.agreement_id, claim.reference))
             if not current or current[0][0] != "pending":
                 return Outcome(claim.reference, "skipped", claim.attempts)  # another worker finished it
             error = None if code is None else f"{code}: {message}"
-            db.execute(
-                "UPDATE outbox SET status = ?, delivered_postings = ?, lease_owner = NULL, lease_until = NULL, "
-                "last_error = ?, updated_at = ? WHERE reference = ?",
-                (status, None if side is None else rows.dumps(side), error, now, claim.reference),
-            )
             body: dict[str, Any] = {"reference": claim.reference, "event_seq": claim.event_seq,
                                     "group": claim.group, "program": claim.program_path, "at": now}  # fmt: skip
             if status == "delivered":
-                rows.append_evidence(db, claim.agreement_id, "delivered", {**body, "postings": side})
+                kind, body = "delivered", {**body, "postings": side}
             else:
                 expected = claim.expected if isinstance(claim.expected, list) else None
-                rows.append_evidence(db, claim.agreement_id, "quarantined",
-                                     {**body, "expected": expected, "ledger": side, "code": code,
-                                      "reason": message})  # fmt: skip
+                kind, body = "quarantined", {**body, "expected": expected, "ledger": side, "code": code,
+                                             "reason": message}  # fmt: skip
+            head = rows.evidence_head(current[0][1], current[0][2])
+            db.execute_all([  # the row and its record: one statement on PostgreSQL
+                ("UPDATE outbox SET status = ?, delivered_postings = ?, lease_owner = NULL, lease_until = NULL, "
+                 "last_error = ?, updated_at = ? WHERE reference = ?",
+                 (status, None if side is None else rows.dumps(side), error, now, claim.reference)),
+                rows.evidence_insert(claim.agreement_id, kind, body, head)[1],
+            ])  # fmt: skip
         return Outcome(claim.reference, status, claim.attempts, code, message)
 
     def _quarantine(self, claim: _Claim, code: str, message: str, returned: object) -> Outcome:
@@ -329,23 +344,29 @@ def _variables(value: Any) -> dict[str, str]:
     return dict(value)
 
 
-def _program(store: Store, db: Backend, agreement_id: str, path: str) -> str | None:
-    """The ledger program's text from the agreement's own bundle, every stored byte re-verified.
+def _program_and_chain(store: Store, db: Backend, agreement_id: str, path: str) -> tuple[str | None, ChainCheck | None]:
+    """The ledger program's text from the agreement's own bundle, every stored byte re-verified, and the
+    agreement's evidence chain, checked (`check_chain`).
 
-    None when the bundle no longer verifies or has no such program: the
-    entry is then quarantined, never delivered with bytes nobody activated.
+    The text is None when the bundle no longer verifies or has no such
+    program: the entry is then quarantined, never delivered with bytes
+    nobody activated. The chain is None when the agreement cannot be read.
     """
     try:
         agreement = rows.read(db, agreement_id, lock=False)
+    except PactwrightError:
+        return None, None
+    chain = check_chain(db, agreement)
+    try:
         data = rows.load_bundle(store, db, agreement, (path,)).stored.files.get(path)
     except PactwrightError:
-        return None
+        return None, chain
     if data is None or not path.startswith("ledger/"):
-        return None
+        return None, chain
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8"), chain
     except UnicodeDecodeError:
-        return None
+        return None, chain
 
 
 def _lock_agreement(db: Backend, agreement_id: str) -> None:

@@ -68,10 +68,25 @@ def parse_program(source: str) -> Program:
     Raises `LedgerError`: PW751 for a syntax error (with line and column),
     PW752 for valid Numscript outside the supported subset, PW753/PW755/PW756
     for variable, asset and allotment errors that hold whatever the inputs.
+
+    A program is a function of its text and immutable (frozen dataclasses
+    and tuples), so each text is parsed once per process: a command, the
+    worker's check before delivery and the ledger's apply all parse the same
+    few programs, and parsing was a millisecond of each delivery. Text that
+    is refused is not remembered; it is refused again, the same way.
     """
-    program = _Parser(tokenize(source)).program()
-    _check(program)
-    return program
+    found = _PARSED.get(source)
+    if found is None:
+        found = _Parser(tokenize(source)).program()
+        _check(found)
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        _PARSED[source] = found
+    return found
+
+
+_PARSED: dict[str, Program] = {}
+_PARSED_MAX: Final = 256
 
 
 class _Parser:

@@ -31,6 +31,12 @@ class Migration:
     backends: tuple[str, ...] = ("sqlite", "postgresql")
 
 
+# The phases of a call the effect worker may still take a step on (`effect_worker._IS_DUE`), as the
+# partial index of migration 13 lists them; the claim's query repeats this exact text, which is how
+# SQLite knows the index covers it.
+EFFECTS_LIVE = "('compensation_required', 'dispatched', 'needs_reconciliation', 'prepared', 'reconciled_not_occurred')"
+
+
 # Every column holding epoch seconds (or `effect_worker.NEVER`), by table: PostgreSQL's INTEGER is
 # 32 bits, and would refuse every write after 2038-01-19T03:14:07Z; SQLite's INTEGER is 64 bits already.
 _TIME_COLUMNS = (
@@ -402,6 +408,34 @@ MIGRATIONS: tuple[Migration, ...] = (
             "AND later.event_seq = effects.event_seq AND later.call_index > effects.call_index "
             "AND later.compensates IS NULL AND (later.phase IN ('abandoned_uncertain', 'compensation_required', "
             "'compensated') OR (later.phase = 'failed' AND later.strategy IN ('once', 'compensate'))))",
+        ),
+    ),
+    Migration(
+        12,
+        "outbox claim index in code-point order",
+        (
+            # The claim orders agreements due at one instant by id in code-point order (`COLLATE "C"`,
+            # runtime/worker.py). Migration 3's index holds them in the database's collation, which
+            # PostgreSQL cannot walk for that order: every claim sorted all pending entries of the first
+            # instant (draining a backlog committed in one second cost n^2). SQLite's text order is
+            # code-point order already.
+            "DROP INDEX outbox_due",
+            'CREATE INDEX outbox_due ON outbox (status, created_at, agreement_id COLLATE "C", event_seq, group_index)',
+        ),
+        backends=("postgresql",),
+    ),
+    Migration(
+        13,
+        "effect claim index over live calls in claim order",
+        (
+            # The effect worker reads its candidates in claim order (next_at, agreement, event,
+            # call). Migration 4's index starts with the phase, so every claim read every due call
+            # and sorted them (a backlog of 10,000 due calls: 8-14 ms per claim, n^2 to drain), and
+            # on SQLite after ANALYZE it walked the finished calls too. This one holds only the calls
+            # a claim can take, in claim order, so a claim stops at its 64th candidate. (IF NOT EXISTS:
+            # run again over a store that has it, it changes nothing.)
+            "CREATE INDEX IF NOT EXISTS effects_live ON effects (next_at, agreement_id, event_seq, call_index) "
+            f"WHERE quarantined = 0 AND phase IN {EFFECTS_LIVE}",
         ),
     ),
 )

@@ -1,0 +1,43 @@
+"""`parse_program` parses each text once per process: same text, same program; refused text, refused again."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from pactwright.errors import LedgerError
+from pactwright.runtime.numscript import _parser, parse_program, run_program
+
+PROGRAM = "vars { monetary $amount }\nsend $amount ( source = @world destination = @escrow:a1 )\n"
+
+
+def test_the_same_text_gives_the_same_program_object() -> None:
+    first = parse_program(PROGRAM)
+    assert parse_program(PROGRAM) is first
+    # A text that differs only in spacing parses to an equal program (spans are not compared), as before.
+    assert parse_program(PROGRAM.replace("send", "send ")) == first
+
+
+def test_a_remembered_program_cannot_be_changed_by_a_caller() -> None:
+    program = parse_program(PROGRAM)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        program.statements = ()  # type: ignore[misc]
+    assert isinstance(program.statements, tuple) and isinstance(program.variables, tuple)
+    postings = run_program(parse_program(PROGRAM), {"amount": "EUR/2 100"}, {})
+    assert [(p.source, p.destination, p.amount) for p in postings] == [("world", "escrow:a1", 100)]
+
+
+def test_a_refused_text_is_refused_every_time_and_never_remembered() -> None:
+    broken = "send [EUR/2 100] ( source = @world destination = )"
+    for _ in range(2):
+        with pytest.raises(LedgerError) as caught:
+            parse_program(broken)
+        assert caught.value.code == "PW751"
+    assert broken not in _parser._PARSED
+
+
+def test_the_memory_is_bounded() -> None:
+    for n in range(_parser._PARSED_MAX + 10):
+        parse_program(f"send [EUR/2 {n + 1}] ( source = @world destination = @escrow:a1 )")
+    assert 0 < len(_parser._PARSED) <= _parser._PARSED_MAX
