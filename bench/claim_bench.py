@@ -35,6 +35,7 @@ from typing import Any
 
 from pactwright.runtime.effect_worker import _DUE as EFFECTS_DUE
 from pactwright.runtime.store import open_store
+from pactwright.runtime.store._migrations import MIGRATIONS
 from pactwright.runtime.worker import _DUE_SQL as OUTBOX_DUE
 
 POSTGRES_URL = "postgresql://root@127.0.0.1:5432/test"
@@ -121,7 +122,7 @@ def _before_12_and_13(conn: Any, backend: str) -> None:
     conn.execute("DROP INDEX effects_live")
     if backend == "postgresql":
         conn.execute("DROP INDEX outbox_due")
-        conn.execute("CREATE INDEX outbox_due ON outbox (status, created_at, agreement_id, event_seq, group_index)")
+        conn.execute(next(m for m in MIGRATIONS if m.version == 3).statements[0])  # outbox_due as migration 3 made it
     conn.execute("ANALYZE")
 
 

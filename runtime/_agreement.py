@@ -395,6 +395,11 @@ def update(agreement: Agreement) -> tuple[str, tuple[Any, ...]]:
     )  # fmt: skip
 
 
+# The last evidence record of an agreement, `(seq, hash)`, for `evidence_head`; read under the agreement's
+# lock (alone, or joined into a caller's statement so the head costs no round trip of its own).
+HEAD_SQL = "SELECT seq, hash FROM evidence WHERE agreement_id = ? ORDER BY seq DESC LIMIT 1"
+
+
 def evidence_head(seq: object, digest: object) -> tuple[int, str | None]:
     """The (next sequence number, previous hash) after the last record `(seq, hash)`; (0, None) for none."""
     return (0, None) if seq is None else (int(str(seq)) + 1, str(digest))
@@ -414,9 +419,7 @@ def append_evidence(
     it is read here.
     """
     if head is None:
-        rows = db.query(
-            "SELECT seq, hash FROM evidence WHERE agreement_id = ? ORDER BY seq DESC LIMIT 1", (agreement_id,)
-        )
+        rows = db.query(HEAD_SQL, (agreement_id,))
         head = evidence_head(*rows[0]) if rows else evidence_head(None, None)
     digest, statement = evidence_insert(agreement_id, kind, body, head)
     db.execute(*statement)

@@ -41,7 +41,7 @@ from pactwright.runtime._limits import check_limits, record_limits
 from pactwright.runtime.agreements import _encode
 from pactwright.runtime.clock import Clock, SystemClock, epoch_seconds
 from pactwright.runtime.effect_payload import PlannedCall, planned_calls
-from pactwright.runtime.numscript import Program, parse_program, run_program
+from pactwright.runtime.numscript import parse_program, run_program
 from pactwright.runtime.store import Store
 from pactwright.runtime.store._backend import Backend
 
@@ -60,10 +60,10 @@ _NO_EFFECTS = effects.Tally()
 # (NULLs when the key is new) and the last evidence record (NULLs when there is none), one round
 # trip for both.
 _AFTER_LOCK = (
-    "SELECT k.payload_digest, k.payload, k.event_id, k.seq, k.transition, k.committed_at, e.seq, e.hash "
+    "SELECT k.payload_digest, k.payload, k.event_id, k.seq, k.transition, k.committed_at, e.seq, e.hash "  # noqa: S608
     "FROM (SELECT 1 AS one) o "
     "LEFT JOIN events k ON k.agreement_id = ? AND k.idempotency_key = ? "
-    "LEFT JOIN (SELECT seq, hash FROM evidence WHERE agreement_id = ? ORDER BY seq DESC LIMIT 1) e ON 1 = 1"
+    f"LEFT JOIN ({rows.HEAD_SQL}) e ON 1 = 1"
 )
 
 
@@ -254,7 +254,7 @@ def _postings(bundle: Bundle, agreement: Agreement, transition: Mapping[str, Any
     names = {address: name for name, address in agreement.accounts.items()}
     start = {(agreement.accounts[n], bundle.asset): v for n, v in agreement.balances.items() if n not in external}
     try:
-        program = _program(bundle.stored.files[ledger["program"]])
+        program = parse_program(bundle.stored.files[ledger["program"]].decode("utf-8"))  # parsed once per text
         postings = run_program(program, variables, start)
     except LedgerError as exc:
         if exc.code == "PW754":
@@ -600,10 +600,6 @@ def _writes(before: Agreement, after: Agreement, result: SubmitResult, spec: Map
     out.append(rows.evidence_insert(before.id, "event", {"event_id": result.event_id, "seq": result.seq, **body,
                "committed_at": result.committed_at, "outbox": list(result.outbox)}, head)[1])  # fmt: skip
     return out
-
-
-def _program(data: bytes) -> Program:
-    return parse_program(data.decode("utf-8"))  # parsed once per text (runtime/numscript/_parser.py)
 
 
 def _text(value: Any) -> str:

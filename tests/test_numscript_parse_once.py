@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from pactwright.errors import LedgerError
-from pactwright.runtime.numscript import _parser, parse_program, run_program
+from pactwright.runtime.numscript import parse_program, run_program
 
 PROGRAM = "vars { monetary $amount }\nsend $amount ( source = @world destination = @escrow:a1 )\n"
 
@@ -34,10 +34,15 @@ def test_a_refused_text_is_refused_every_time_and_never_remembered() -> None:
         with pytest.raises(LedgerError) as caught:
             parse_program(broken)
         assert caught.value.code == "PW751"
-    assert broken not in _parser._PARSED
+    # Nothing was remembered for it: a third call misses the cache again.
+    misses = parse_program.cache_info().misses
+    with pytest.raises(LedgerError):
+        parse_program(broken)
+    assert parse_program.cache_info().misses == misses + 1
 
 
 def test_the_memory_is_bounded() -> None:
-    for n in range(_parser._PARSED_MAX + 10):
+    limit = parse_program.cache_info().maxsize
+    for n in range(limit + 10):
         parse_program(f"send [EUR/2 {n + 1}] ( source = @world destination = @escrow:a1 )")
-    assert 0 < len(_parser._PARSED) <= _parser._PARSED_MAX
+    assert 0 < parse_program.cache_info().currsize <= limit

@@ -24,6 +24,7 @@ validator applies the same checks so the two agree on every program.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from fractions import Fraction
 from typing import Final
@@ -62,6 +63,7 @@ _VAR_TYPES: Final[dict[str, VarType]] = {
 _UNSUPPORTED_TYPES: Final = frozenset({"asset", "string"})
 
 
+@functools.lru_cache(maxsize=256)
 def parse_program(source: str) -> Program:
     """Parse and statically check one program.
 
@@ -73,20 +75,12 @@ def parse_program(source: str) -> Program:
     and tuples), so each text is parsed once per process: a command, the
     worker's check before delivery and the ledger's apply all parse the same
     few programs, and parsing was a millisecond of each delivery. Text that
-    is refused is not remembered; it is refused again, the same way.
+    is refused is not remembered (`lru_cache` keeps results, not
+    exceptions); it is refused again, the same way.
     """
-    found = _PARSED.get(source)
-    if found is None:
-        found = _Parser(tokenize(source)).program()
-        _check(found)
-        if len(_PARSED) >= _PARSED_MAX:
-            _PARSED.clear()
-        _PARSED[source] = found
-    return found
-
-
-_PARSED: dict[str, Program] = {}
-_PARSED_MAX: Final = 256
+    program = _Parser(tokenize(source)).program()
+    _check(program)
+    return program
 
 
 class _Parser:
