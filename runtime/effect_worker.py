@@ -102,11 +102,15 @@ _IS_DUE: Final = (
     f"AND w.call_index < effects.call_index AND w.compensates IS NULL AND {_UNSETTLED}))"
 )
 # The candidates, read without a lock; each is then claimed on its own (`_claim_one`).
-# The index `effects_live` (migration 13) holds exactly the rows of the first two terms, in this order.
-_DUE: Final = (
+# The index `effects_live` (migrations 13 and 14) holds exactly the rows of the first two terms, in this
+# order. Agreements due at one instant go in code-point order of their ids on both backends, as the
+# outbox worker's do: SQLite compares text byte by byte; PostgreSQL follows the database's collation
+# unless told "C".
+_DUE_ORDERED: Final = (
     f"SELECT id, agreement_id FROM effects WHERE quarantined = 0 AND phase IN {EFFECTS_LIVE} "  # noqa: S608
-    f"AND {_IS_DUE} ORDER BY next_at, agreement_id, event_seq, call_index LIMIT 64"
+    f"AND {_IS_DUE} ORDER BY next_at, agreement_id{{collate}}, event_seq, call_index LIMIT 64"
 )
+_DUE: Final = {"sqlite": _DUE_ORDERED.format(collate=""), "postgresql": _DUE_ORDERED.format(collate=' COLLATE "C"')}
 _DUE_ONE: Final = f"SELECT {_COLUMNS} FROM effects WHERE id = ? AND {_IS_DUE}"  # noqa: S608
 
 
@@ -228,7 +232,8 @@ class EffectWorker:
             return None
         now = self._now()
         with self.store.transaction(write=False) as db:
-            candidates = [(str(instance), str(agreement)) for instance, agreement in db.query(_DUE, (now, now, now))]
+            due = db.query(_DUE[db.name], (now, now, now))
+            candidates = [(str(instance), str(agreement)) for instance, agreement in due]
         for instance, agreement_id in candidates:
             claimed = self._claim_one(instance, agreement_id, now)
             if claimed is not None:

@@ -393,6 +393,38 @@ def test_listings_and_delivery_order_do_not_depend_on_the_database_collation(tmp
     assert seen == dict.fromkeys(urls, binary)
 
 
+def _three_called(url: str, directory: Path) -> list[str]:
+    """Fund three agreements whose `fund` calls an effect, all due at one instant; the order the worker sends them."""
+    from pactwright.runtime.effect_worker import EffectWorker
+    from pactwright.runtime.provider_sim import start_simulator
+    from tests.test_budget_inflight_attacks import _adapter_for
+
+    bundle, verdict = sb.compile_verified(_long_policy().encode(), "attack.pact")
+    assert verdict == "pass"
+    with open_store(url) as store:
+        activate_files(store, sb.sign(bundle), sb.default_trust(), clock=FixedClock(datetime.fromisoformat(sb.NOW)))
+        for agreement in BUYERS:
+            open_agreement(store, "att.long", {"price": "10.00"}, {"buyer": "bea"}, agreement_id=agreement,
+                           clock=TestClock(T0))  # fmt: skip
+        for agreement in BUYERS:
+            submit(store, agreement, "fund", "buyer", "bea", "fund", clock=TestClock(T0))
+        with start_simulator() as sim:
+            steps = EffectWorker(store, _adapter_for(directory, sim, "n"), TestClock(T0 + 1)).drain()
+    return [s.instance for s in steps if s.action == "dispatch"]
+
+
+def test_effect_calls_due_at_one_instant_go_in_the_same_order_whatever_the_collation(tmp_path: Path) -> None:
+    """Once broken: the effect worker's candidates came in the database's collation on PostgreSQL (`a1` before
+    `B1` under en-US), code-point order on SQLite; the outbox worker already used code-point order on both."""
+    seen = {}
+    with _stores_with_collations(tmp_path) as urls:
+        for name, url in urls.items():
+            routes = tmp_path / f"{name.replace(' ', '-')}-routes"
+            routes.mkdir()
+            seen[name] = _three_called(url, routes)
+    assert seen == {name: ["B1/1/e0", "_x/1/e0", "a1/1/e0"] for name in urls}
+
+
 # -- limits: value ranges the runtime cannot read back (the same on both backends) -------------------
 
 

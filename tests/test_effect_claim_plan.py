@@ -47,17 +47,17 @@ def test_sqlite_walks_the_live_index_even_after_analyze(tmp_path: Path) -> None:
         conn.execute("PRAGMA foreign_keys=OFF")  # rows for the planner only: no agreements behind them
         conn.executemany(_INSERT, _rows(100, 5_000))
         conn.execute("ANALYZE")
-        plan = [str(row[-1]) for row in conn.execute(f"EXPLAIN QUERY PLAN {_DUE}", (NOW, NOW, NOW))]
+        plan = [str(row[-1]) for row in conn.execute(f"EXPLAIN QUERY PLAN {_DUE['sqlite']}", (NOW, NOW, NOW))]
         assert any("USING INDEX effects_live" in line for line in plan), plan
         assert not any("TEMP B-TREE" in line for line in plan), plan
-        assert len(conn.execute(_DUE, (NOW, NOW, NOW)).fetchall()) == 64
+        assert len(conn.execute(_DUE["sqlite"], (NOW, NOW, NOW)).fetchall()) == 64
 
 
 def test_postgresql_has_an_index_that_gives_the_claim_order() -> None:
     """With sorting priced out, a plan that still sorts is one with no index to walk."""
     with temporary_store("postgresql", Path()) as url, open_store(url) as store, store.transaction(write=False) as db:
         db.execute("SET LOCAL enable_sort = off")
-        nodes = plan_nodes(db.query(f"EXPLAIN (FORMAT JSON) {_DUE}", (NOW, NOW, NOW))[0][0])
+        nodes = plan_nodes(db.query(f"EXPLAIN (FORMAT JSON) {_DUE['postgresql']}", (NOW, NOW, NOW))[0][0])
     assert any("effects_live" in node for node in nodes), nodes
     assert not any(node.startswith(("Sort", "Incremental Sort")) for node in nodes), nodes
 

@@ -438,6 +438,21 @@ MIGRATIONS: tuple[Migration, ...] = (
             f"WHERE quarantined = 0 AND phase IN {EFFECTS_LIVE}",
         ),
     ),
+    Migration(
+        14,
+        "effect claim index in code-point order",
+        (
+            # As migration 12 did for the outbox: calls due at one instant go by agreement id in
+            # code-point order on both backends (runtime/effect_worker.py), which PostgreSQL walks only
+            # in an index built `COLLATE "C"`; migration 13's followed the database's collation, so a
+            # database made with an en-US locale sent `a1`'s call before `B1`'s. (Dropped and made
+            # again: run over a store that has it, it ends the same.)
+            "DROP INDEX IF EXISTS effects_live",
+            'CREATE INDEX effects_live ON effects (next_at, agreement_id COLLATE "C", event_seq, call_index) '
+            f"WHERE quarantined = 0 AND phase IN {EFFECTS_LIVE}",
+        ),
+        backends=("postgresql",),
+    ),
 )
 # The migration that created the effect, approval-request and party tables.
 EFFECT_TABLES = 4
