@@ -57,15 +57,16 @@ EXTRA_FILES = 2_000
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 
 
-def build(extra: int) -> dict[str, bytes]:
-    """The reference bundle, plus `extra` listed ledger files, verified and with its manifest."""
-    result = check_bytes(POLICY.read_bytes())
+def build(extra: int, policy: Path = POLICY, *, allow_incomplete: bool = False) -> dict[str, bytes]:
+    """The bundle of `policy` (the reference one by default), plus `extra` listed ledger files, verified
+    (a bounded run accepted only with `allow_incomplete`) and with its manifest."""
+    result = check_bytes(policy.read_bytes())
     assert result.candidate is not None
-    files = compile_candidate(result.candidate, result.source_map, POLICY.name)
-    template = files["ledger/fund.num"]
+    files = compile_candidate(result.candidate, result.source_map, policy.name)
     for i in range(extra):
-        files[f"ledger/extra_{i:04d}.num"] = f"// generated file {i}\n".encode() + template * 4
-    report = verify_files(files, VerifyOptions(Bounds(), mutants=False, proofs=False))
+        files[f"ledger/extra_{i:04d}.num"] = f"// generated file {i}\n".encode() + files["ledger/fund.num"] * 4
+    options = VerifyOptions(Bounds(), mutants=False, proofs=False, allow_incomplete=allow_incomplete)
+    report = verify_files(files, options)
     rendered = report_files(report)
     files = {p: d for p, d in files.items() if p != MANIFEST_PATH} | rendered
     ref = {"path": "report.json", "hash": hash_bytes(rendered["report.json"]), "verdict": report["verdict"]}

@@ -185,6 +185,37 @@ def _big_int(text: str) -> int:
         raise CanonicalError(f"integer of {len(text)} digits is too long", code="PW013") from None
 
 
+class _SeenCanonical:
+    """Byte strings `load_json(..., require_canonical=True)` has accepted in this process.
+
+    Whether bytes are canonical JSON is a function of the bytes alone, and
+    canonical bytes hold no duplicate key, float, constant or integer beyond
+    2**53, so the standard parser gives exactly the value the strict one did:
+    an evidence chain walked again (by every delivery of a long agreement)
+    parses each record strictly once. Bounded (documents up to 64 KiB, 16 MiB
+    in all) and emptied when full: bytes not held are checked in full.
+    """
+
+    LARGEST = 64 * 1024
+    BUDGET = 16 * 1024 * 1024
+
+    def __init__(self) -> None:
+        self.held: set[bytes] = set()
+        self.size = 0
+
+    def add(self, data: bytes) -> None:
+        if len(data) > self.LARGEST:
+            return
+        if self.size + len(data) > self.BUDGET:
+            self.held.clear()
+            self.size = 0
+        self.held.add(data)
+        self.size += len(data)
+
+
+_SEEN_CANONICAL = _SeenCanonical()
+
+
 def load_json(data: bytes, *, require_canonical: bool = False, big_ints: bool = False) -> Any:
     """Parse strict JSON: UTF-8, no duplicate keys, no floats, no NaN, no integer beyond 2**53.
 
@@ -198,6 +229,9 @@ def load_json(data: bytes, *, require_canonical: bool = False, big_ints: bool = 
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise CanonicalError(f"not valid utf-8 at byte {exc.start}", code="PW017") from None
+    canonical_key = bytes(data) if require_canonical and not big_ints else None
+    if canonical_key is not None and canonical_key in _SEEN_CANONICAL.held:
+        return json.loads(text)  # a new value each call: no caller shares another's
     try:
         value = json.loads(
             text,
@@ -215,4 +249,6 @@ def load_json(data: bytes, *, require_canonical: bool = False, big_ints: bool = 
         raise CanonicalError("json nested too deeply", code="PW018") from None
     if require_canonical and canonical_bytes(value) != data:
         raise CanonicalError("json is not in canonical (RFC 8785) form", code="PW019")
+    if canonical_key is not None:
+        _SEEN_CANONICAL.add(canonical_key)
     return value
