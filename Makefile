@@ -39,6 +39,7 @@ bench: setup
 	$(PY) bench/activate_bench.py
 	$(PY) bench/runtime_bench.py
 	$(PY) bench/claim_bench.py
+	$(PY) bench/long_agreement_bench.py
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
