@@ -134,7 +134,7 @@ def bench(backend: str, postgres: str, directory: Path) -> list[tuple[str, int, 
     for due, finished in cases:
         with connection(backend, postgres, directory) as conn:
             _fill(conn, backend, due, finished, due if finished == 0 else 0)
-            reads = [("effects", EFFECTS_DUE, (NOW, NOW, NOW))] + (
+            reads = [("effects", EFFECTS_DUE[backend], (NOW, NOW, NOW))] + (
                 [("outbox", outbox_sql, (NOW,))] if not finished else []
             )
             now = [_timed(conn, backend, sql, params) for _, sql, params in reads]
