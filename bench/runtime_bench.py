@@ -374,7 +374,7 @@ def bench_backend(
     """
     with fresh_store(backend, postgres, directory) as (url, ledger_url):
         prepare(url)
-        measured = []
+        measured: list[Measured] = []
         for processes in PROCESS_COUNTS:
             for round_no in range(rounds):
                 modes = ("raw-sql", "submit") if round_no % 2 == 0 else ("submit", "raw-sql")
