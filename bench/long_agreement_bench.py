@@ -61,8 +61,7 @@ def store_with_payments(directory: Path, files: dict[str, bytes], trust: bytes, 
 def drain_rate(url: str, *, remember: bool) -> float:
     """Deliveries per second of one worker draining every pending entry of `url`."""
     largest = canonical._SeenCanonical.LARGEST
-    canonical._SEEN_CANONICAL.held.clear()
-    canonical._SEEN_CANONICAL.size = 0
+    canonical._SEEN_CANONICAL.clear()
     canonical._SeenCanonical.LARGEST = largest if remember else -1
     try:
         with open_store(url) as store, open_ledger(None, url) as ledger:

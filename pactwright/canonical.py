@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -192,27 +194,45 @@ class _SeenCanonical:
     canonical bytes hold no duplicate key, float, constant or integer beyond
     2**53, so the standard parser gives exactly the value the strict one did:
     an evidence chain walked again (by every delivery of a long agreement)
-    parses each record strictly once. Bounded (documents up to 64 KiB, 16 MiB
-    in all) and emptied when full: bytes not held are checked in full.
+    parses each record strictly once. Bounded: documents of at most 64 KiB,
+    at most 4,096 of them, and 16 MiB in all counting each held object's
+    size and the set's table; emptied when the next one would pass a bound,
+    as bytes not held are checked in full. One lock orders the additions of
+    the service's threads.
     """
 
     LARGEST = 64 * 1024
+    MOST = 4096
     BUDGET = 16 * 1024 * 1024
 
     def __init__(self) -> None:
         self.held: set[bytes] = set()
-        self.size = 0
+        self.size = 0  # sys.getsizeof of every held object
+        self._lock = threading.Lock()
 
     def add(self, data: bytes) -> None:
         if len(data) > self.LARGEST:
             return
-        if self.size + len(data) > self.BUDGET:
+        cost = sys.getsizeof(data)
+        with self._lock:
+            if data in self.held:
+                return
+            table = sys.getsizeof(self.held)
+            if len(self.held) >= self.MOST or self.size + cost + table > self.BUDGET - _TABLE_GROWTH:
+                self.held.clear()
+                self.size = 0
+            self.held.add(data)
+            self.size += cost
+
+    def clear(self) -> None:
+        with self._lock:
             self.held.clear()
             self.size = 0
-        self.held.add(data)
-        self.size += len(data)
 
 
+# The most one addition can grow the set's table by: a full table's size (a set resizes to at most
+# four times its entries), so the check before an addition keeps what the set holds within BUDGET.
+_TABLE_GROWTH = sys.getsizeof(set(range(_SeenCanonical.MOST)))
 _SEEN_CANONICAL = _SeenCanonical()
 
 
@@ -225,13 +245,19 @@ def load_json(data: bytes, *, require_canonical: bool = False, big_ints: bool = 
     of what they parse to, so a document's hash is a function of its
     meaning and a re-encoded (or padded) file is refused.
     """
+    # The bytes themselves, copied once (a buffer changed later, or a subclass's `decode` or
+    # `__bytes__`, cannot make the text checked differ from the bytes remembered).
+    raw = data if type(data) is bytes else bytes(memoryview(data))
     try:
-        text = data.decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise CanonicalError(f"not valid utf-8 at byte {exc.start}", code="PW017") from None
-    canonical_key = bytes(data) if require_canonical and not big_ints else None
-    if canonical_key is not None and canonical_key in _SEEN_CANONICAL.held:
-        return json.loads(text)  # a new value each call: no caller shares another's
+    remember = require_canonical and not big_ints
+    if remember and raw in _SEEN_CANONICAL.held:
+        try:
+            return json.loads(text)  # a new value each call: no caller shares another's
+        except RecursionError:
+            pass  # too deep for this stack: the strict path below answers as it would have
     try:
         value = json.loads(
             text,
@@ -247,8 +273,8 @@ def load_json(data: bytes, *, require_canonical: bool = False, big_ints: bool = 
         ) from None
     except RecursionError:
         raise CanonicalError("json nested too deeply", code="PW018") from None
-    if require_canonical and canonical_bytes(value) != data:
+    if require_canonical and canonical_bytes(value) != raw:
         raise CanonicalError("json is not in canonical (RFC 8785) form", code="PW019")
-    if canonical_key is not None:
-        _SEEN_CANONICAL.add(canonical_key)
+    if remember:
+        _SEEN_CANONICAL.add(raw)
     return value

@@ -9,6 +9,7 @@ is refused with its own code; and the memory held stays within its budget.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,11 +27,9 @@ RECORD = {"agreement": "a1", "kind": "event", "postings": [{"amount": "649", "so
 @pytest.fixture(autouse=True)
 def _fresh() -> Iterator[None]:
     """Each test starts with nothing remembered and leaves nothing behind."""
-    canonical._SEEN_CANONICAL.held.clear()
-    canonical._SEEN_CANONICAL.size = 0
+    canonical._SEEN_CANONICAL.clear()
     yield
-    canonical._SEEN_CANONICAL.held.clear()
-    canonical._SEEN_CANONICAL.size = 0
+    canonical._SEEN_CANONICAL.clear()
 
 
 def test_a_second_parse_gives_an_equal_and_separate_value() -> None:
@@ -72,17 +71,19 @@ def test_only_canonical_loads_are_remembered() -> None:
 
 
 def test_the_memory_held_stays_within_its_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(canonical._SeenCanonical, "BUDGET", 200)
+    monkeypatch.setattr(canonical._SeenCanonical, "BUDGET", canonical._TABLE_GROWTH + 1000)
     monkeypatch.setattr(canonical._SeenCanonical, "LARGEST", 100)
     big = canonical_bytes({"text": "x" * 200})
     assert load_json(big, require_canonical=True) == {"text": "x" * 200}
     assert big not in canonical._SEEN_CANONICAL.held  # larger than any document remembered
     sizes = []
-    for n in range(20):
+    for n in range(40):
         load_json(canonical_bytes({"n": n, "pad": "y" * 30}), require_canonical=True)
-        sizes.append(canonical._SEEN_CANONICAL.size)
-        assert canonical._SEEN_CANONICAL.size == sum(map(len, canonical._SEEN_CANONICAL.held))
-    assert max(sizes) <= 200 and min(sizes[5:]) < max(sizes)  # it was emptied, and never held more
+        seen = canonical._SEEN_CANONICAL
+        sizes.append(seen.size)
+        assert seen.size == sum(sys.getsizeof(item) for item in seen.held)
+        assert seen.size + sys.getsizeof(seen.held) <= canonical._SeenCanonical.BUDGET
+    assert min(sizes[5:]) < max(sizes)  # it was emptied, and never held more
 
 
 _JSON = st.recursive(
