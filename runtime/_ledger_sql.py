@@ -286,14 +286,26 @@ def _refuse_foreign(others: list[str], url: str) -> None:
         raise unreachable(url, f"it is not a ledger database: it already holds other tables ({', '.join(others[:3])})")
 
 
-def _migrate(backend: Backend | PostgresLedgerBackend, target: LedgerTarget, *, create: bool) -> None:
+def _probe(backend: Backend | PostgresLedgerBackend, target: LedgerTarget, *, create: bool) -> list[str] | None:
+    """The other tables of a database the ledger must migrate, or None when there is nothing to do."""
     if backend.has_table("ledger_migrations"):
         current = _check_recorded(_recorded(backend), target.url)
         if current == LATEST or not create:
-            return
+            return None
     elif not create:
         raise unreachable(target.url, "it holds no ledger")
-    others = backend.other_tables() if isinstance(backend, PostgresLedgerBackend) else _sqlite_other_tables(backend)
+    return backend.other_tables() if isinstance(backend, PostgresLedgerBackend) else _sqlite_other_tables(backend)
+
+
+def _migrate(backend: Backend | PostgresLedgerBackend, target: LedgerTarget, *, create: bool) -> None:
+    try:
+        others = _probe(backend, target, create=create)
+    except (UsageError, LedgerError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - sqlite3/psycopg errors: a file or server that is no database
+        raise unreachable(target.url, f"it cannot be read as a database: {exc}") from None
+    if others is None:
+        return
     identity = (
         "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"
         if isinstance(backend, PostgresLedgerBackend)

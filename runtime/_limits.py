@@ -29,13 +29,13 @@ before anything is sent, so it can only count what was committed).
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pactwright.errors import CommandError
 from pactwright.money import MAX_DIGITS, format_money
+from pactwright.runtime.clock import utc_text
 from pactwright.runtime.effect_payload import PlannedCall
 from pactwright.runtime.store._backend import Backend
 
@@ -55,14 +55,6 @@ _SELECT = (
     "AND party = ?"
 )
 _LOCKED = _SELECT + " FOR UPDATE"
-
-
-def _utc(seconds: int) -> str:
-    """The instant in UTC; one past year 9999 (a window may be that long) in epoch seconds."""
-    try:
-        return datetime.datetime.fromtimestamp(seconds, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    except (OverflowError, ValueError, OSError):
-        return f"{seconds} s after the epoch"
 
 
 def _window_text(seconds: int) -> str:
@@ -87,7 +79,7 @@ def _read(db: Backend, key: tuple[str, str, int, int, str], *, lock: bool, now: 
     text = found[0][0]
     if not isinstance(text, str) or not text.isascii() or not text.isdigit() or len(text) > MAX_DIGITS:
         raise CommandError(
-            f"the store's usage of limit `{key[1]}` for the window starting {_utc(key[2])} is unreadable",
+            f"the store's usage of limit `{key[1]}` for the window starting {utc_text(key[2])} is unreadable",
             code="PW529",
             field="limit",
             found=str(text)[:40],
@@ -134,7 +126,7 @@ def check_limits(
             who = f" for `{party}` as `{role}`" if role else ""
             raise CommandError(
                 f"LIMIT_REACHED: limit `{limit['name']}` ({money(most)} per "
-                f"{_window_text(window)}{who}, window {_utc(start)} .. {_utc(start + window)}) has "
+                f"{_window_text(window)}{who}, window {utc_text(start)} .. {utc_text(start + window)}) has "
                 f"{money(used)} used and {money(left)} left; `{transition}` "
                 f"carries {money(carried)}",
                 code="PW528",

@@ -9,9 +9,22 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Final, TypeVar
+
+from pactwright.errors import UsageError
 
 T = TypeVar("T")
+DEFAULT_LEASE: Final = 60
+# A lease longer than a year would hold a dead worker's row past any operator's patience.
+MAX_LEASE: Final = 366 * 86_400
+
+
+def check_lease(seconds: int) -> int:
+    """The seconds a worker's claim lasts, 1 to `MAX_LEASE` (else UsageError PW001): checked by both
+    workers, and by `pactwright worker` before it opens anything."""
+    if not 1 <= seconds <= MAX_LEASE:
+        raise UsageError(f"a lease lasts 1 to {MAX_LEASE} seconds", field="lease_seconds", found=str(seconds))
+    return seconds
 
 
 def drain(step: Callable[[], T | None], limit: int | None = None) -> list[T]:

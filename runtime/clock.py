@@ -21,6 +21,15 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MAX_SECONDS = 253402300799  # 9999-12-31T23:59:59Z
 
 
+def utc_text(seconds: int) -> str:
+    """The instant as `YYYY-MM-DDTHH:MM:SSZ`; one past year 9999 (an approval parked at the last second a
+    clock may give expires after it) as its epoch seconds, never an error in the middle of a report."""
+    try:
+        return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except (OverflowError, ValueError, OSError):
+        return f"{seconds} s after the epoch"
+
+
 def epoch_seconds(clock: Clock) -> int:
     """The clock's instant as whole seconds since the epoch (sub-second parts dropped)."""
     instant = clock.now()

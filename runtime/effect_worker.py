@@ -53,6 +53,7 @@ from pactwright.runtime import _agreement as rows
 from pactwright.runtime import _loop as loop
 from pactwright.runtime._compensation import compensation_body
 from pactwright.runtime._effect_bundle import Own, Target, derived_compensation, disagreement, egress_of
+from pactwright.runtime._loop import DEFAULT_LEASE, check_lease
 from pactwright.runtime.clock import Clock, SystemClock, epoch_seconds
 from pactwright.runtime.effect_adapter import EffectAdapter, EffectRequest, Lookup, Outcome
 from pactwright.runtime.effect_payload import DEFAULT_TIMEOUT_S
@@ -64,9 +65,6 @@ __all__ = ["CRASH_ENV", "CRASH_POINTS", "EffectStep", "EffectWorker"]
 
 CRASH_ENV: Final = "PACTWRIGHT_TEST_EFFECT_CRASH_AT"
 CRASH_POINTS: Final = ("after_claim", "after_dispatched", "after_send", "after_outcome")
-DEFAULT_LEASE: Final = 60
-# A lease longer than a year would hold a dead worker's row past any operator's patience.
-MAX_LEASE: Final = 366 * 86_400
 MAX_BACKOFF: Final = 300
 GOOD: Final = frozenset({"acknowledged", "reconciled_recovered"})
 # A call in one of these phases was given up: the calls after it in the same event are cancelled.
@@ -175,8 +173,7 @@ class EffectWorker:
 
     def __init__(self, store: Store, adapter: EffectAdapter, clock: Clock | None = None, *,
                  owner: str | None = None, lease_seconds: int = DEFAULT_LEASE) -> None:  # fmt: skip
-        if not 1 <= lease_seconds <= MAX_LEASE:
-            raise UsageError(f"a lease lasts 1 to {MAX_LEASE} seconds", field="lease_seconds", found=str(lease_seconds))
+        check_lease(lease_seconds)
         self.store = store
         self.adapter = adapter
         self.clock = clock or SystemClock()

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from pactwright.canonical import load_json
@@ -34,6 +33,7 @@ from pactwright.runtime._agreement import Agreement, Bundle
 from pactwright.runtime._evidence_chain import ChainCheck, Problem, check_chain
 from pactwright.runtime._evidence_effects import effect_claims, effect_limits, has_effect_tables
 from pactwright.runtime._evidence_tables import check_tables
+from pactwright.runtime.clock import utc_text
 from pactwright.runtime.store import Store
 from pactwright.runtime.store._backend import Backend
 
@@ -55,10 +55,6 @@ class EvidenceReport:
 
     def text(self) -> str:
         return render_text(self.doc)
-
-
-def utc(seconds: int) -> str:
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _amount(bundle: Bundle, minor: int) -> str:
@@ -159,7 +155,7 @@ def _claim(bundle: Bundle, agreement: Agreement, records: list[dict[str, Any]],
             "transition": command["transition"],
             "actor": f"{command['actor']['role']}:{command['actor']['party']}",
             "committed_at": int(record["committed_at"]),
-            "committed_at_utc": utc(int(record["committed_at"])),
+            "committed_at_utc": utc_text(int(record["committed_at"])),
             "from": record["from"],
             "to": record["to"],
             "postings": postings,
@@ -168,7 +164,7 @@ def _claim(bundle: Bundle, agreement: Agreement, records: list[dict[str, Any]],
     final = bool(bundle.state(agreement.state)["final"])
     return {
         "opened_at": agreement.opened_at,
-        "opened_at_utc": utc(agreement.opened_at),
+        "opened_at_utc": utc_text(agreement.opened_at),
         "params": {
             name: {"value": value, "text": _param_text(bundle, name, value)}
             for name, value in sorted(agreement.params.items())

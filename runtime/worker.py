@@ -50,6 +50,7 @@ from pactwright.money import MAX_DIGITS
 from pactwright.runtime import _agreement as rows
 from pactwright.runtime import _loop as loop
 from pactwright.runtime._evidence_chain import ChainCheck, check_chain
+from pactwright.runtime._loop import DEFAULT_LEASE, check_lease
 from pactwright.runtime._worker_compare import Mismatch, compare, ledger_side, normalize_expected
 from pactwright.runtime.clock import Clock, SystemClock, epoch_seconds
 from pactwright.runtime.ledger_api import Ledger
@@ -62,9 +63,6 @@ __all__ = ["CRASH_ENV", "CRASH_POINTS", "Outcome", "Worker"]
 CRASH_ENV: Final = "PACTWRIGHT_TEST_CRASH_AT"
 CRASH_POINTS: Final = ("after_claim", "after_ledger_apply", "during_compare", "after_mark")
 TRANSIENT: Final = frozenset({"PW550", "PW552"})
-DEFAULT_LEASE: Final = 60
-# A lease longer than a year would hold a dead worker's row past any operator's patience.
-MAX_LEASE: Final = 366 * 86_400
 MAX_BACKOFF: Final = 300
 _STATUS_AND_HEAD: Final = (
     "SELECT o.status, e.seq, e.hash FROM outbox o "  # noqa: S608 - fixed statements only
@@ -138,8 +136,7 @@ class Worker:
         owner: str | None = None,
         lease_seconds: int = DEFAULT_LEASE,
     ) -> None:
-        if not 1 <= lease_seconds <= MAX_LEASE:
-            raise UsageError(f"a lease lasts 1 to {MAX_LEASE} seconds", field="lease_seconds", found=str(lease_seconds))
+        check_lease(lease_seconds)
         self.store = store
         self.ledger = ledger
         self.clock = clock or SystemClock()

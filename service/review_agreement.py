@@ -27,8 +27,9 @@ from pactwright.canonical import load_json
 from pactwright.money import format_money
 from pactwright.runtime._worker_compare import Mismatch, compare, normalize_expected
 from pactwright.runtime.agreements import show
+from pactwright.runtime.clock import utc_text
 from pactwright.runtime.effect_ops import list_effects
-from pactwright.runtime.evidence import evidence, utc
+from pactwright.runtime.evidence import evidence
 from pactwright.runtime.ledger_api import Ledger
 from pactwright.runtime.outbox import list_entries
 from pactwright.runtime.store import Store
@@ -188,7 +189,7 @@ def _lifecycle(records: list[Json], instance: str) -> tuple[Lifecycle, ...]:
         at = record.get("at")
         out.append(Lifecycle(
             seq=int(record["seq"]), kind=str(record["kind"]).removeprefix("effect_"),
-            phase=str(record.get("phase") or ""), at=utc(int(at)) if isinstance(at, int) else "",
+            phase=str(record.get("phase") or ""), at=utc_text(int(at)) if isinstance(at, int) else "",
             note="; ".join(notes),
         ))  # fmt: skip
     return tuple(out)
@@ -234,8 +235,8 @@ def agreement_view(store: Store, agreement_id: str, ledger: Ledger | None = None
         for e in supports["ledger"]
     )
     records = tuple(
-        (int(r["seq"]), str(r["kind"]), utc(int(r["at"])) if isinstance(r.get("at"), int) else
-         utc(int(r["committed_at"])) if isinstance(r.get("committed_at"), int) else "")
+        (int(r["seq"]), str(r["kind"]), utc_text(int(r["at"])) if isinstance(r.get("at"), int) else
+         utc_text(int(r["committed_at"])) if isinstance(r.get("committed_at"), int) else "")
         for r in report.chain.records
     )  # fmt: skip
     return AgreementPage(

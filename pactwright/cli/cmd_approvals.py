@@ -16,10 +16,10 @@ import argparse
 import json
 import sys
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from pactwright.cli._runtime_args import add_clock, add_store, clock, upgraded
+from pactwright.runtime.clock import utc_text
 
 if TYPE_CHECKING:
     from pactwright.runtime.approvals import ApprovalRequest
@@ -49,10 +49,6 @@ def register(parser: argparse.ArgumentParser) -> None:
         decide.add_argument("--format", choices=("text", "json"), default="text")
 
 
-def utc(seconds: int) -> str:
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def preview_lines(preview: Mapping[str, Any]) -> list[str]:
     """The preview for people: what runs, against what, with which consequence, until when."""
     op = preview["operation"]
@@ -68,7 +64,7 @@ def preview_lines(preview: Mapping[str, Any]) -> list[str]:
     out = [
         f"  operation:   {op['transition']} ({op['from']} -> {op['to']}), calls {effects}",
         f"  requested:   by {preview['requested_by']['role']}:{preview['requested_by']['party']} at "
-        f"{utc(int(preview['requested_at']))}; expires {utc(int(preview['expires_at']))}",
+        f"{utc_text(int(preview['requested_at']))}; expires {utc_text(int(preview['expires_at']))}",
         f"  approval by: {who}",
     ]
     out += [f"  consequence: {text}" for text in preview["consequence"]]
@@ -92,7 +88,7 @@ def request_text(request: ApprovalRequest, now: int) -> str:
     lines = [head, *preview_lines(request.preview), f"  preview digest {request.preview_digest}"]
     if request.decided_by is not None:
         event = f"; event {request.event_id}" if request.event_id else ""
-        lines.append(f"  decided by {request.decided_by} at {utc(request.decided_at or 0)}; proof digest "
+        lines.append(f"  decided by {request.decided_by} at {utc_text(request.decided_at or 0)}; proof digest "
                      f"{request.proof_digest}{event}")  # fmt: skip
     return "\n".join(lines) + "\n"
 
@@ -161,6 +157,6 @@ def run(args: argparse.Namespace) -> int:
         state = "ALTERED" if r.problem else r.state_at(now)
         consequence = "; ".join(r.preview.get("consequence", [])) if not r.problem else r.problem
         lines.append(f"{r.id}  {state:<9} {r.agreement_id} {r.transition} by {r.requester_role}:{r.requester_party}"
-                     f"  expires {utc(r.expires_at)}  {consequence}")  # fmt: skip
+                     f"  expires {utc_text(r.expires_at)}  {consequence}")  # fmt: skip
     sys.stdout.write("\n".join([*lines, f"{len(found)} requests"]) + "\n")
     return 0

@@ -24,6 +24,11 @@ if TYPE_CHECKING:
     from pactwright.runtime.scheduler import ScanResult
 
 
+# A scheduler that scans less than daily misses deadlines by more than a day; and the wait between scans
+# must stay within what the operating system's timers take.
+MAX_INTERVAL = 86_400
+
+
 def register(parser: argparse.ArgumentParser) -> None:
     add_store(parser)
     parser.add_argument("--once", action="store_true", help="scan once and exit")
@@ -60,8 +65,9 @@ def run(args: argparse.Namespace) -> int:
     from pactwright.runtime import scheduler
     from pactwright.runtime.store import open_store
 
-    if not args.interval > 0:
-        raise UsageError("`--interval` must be a positive number of seconds")
+    if not 0 < args.interval <= MAX_INTERVAL:  # also refuses nan and inf
+        raise UsageError(f"`--interval` must be a positive number of seconds, at most {MAX_INTERVAL:,} (a day)",
+                         field="interval", found=str(args.interval))  # fmt: skip
     now = clock(args)
     with upgraded(open_store(args.store, migrate_schema=False)) as store:
         if args.once:

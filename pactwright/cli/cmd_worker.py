@@ -42,6 +42,7 @@ def register(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from contextlib import ExitStack
 
+    from pactwright.runtime._loop import check_lease
     from pactwright.runtime.ledger_db import open_ledger
     from pactwright.runtime.store import open_store
     from pactwright.runtime.worker import Worker
@@ -51,8 +52,10 @@ def run(args: argparse.Namespace) -> int:
     def stop(signum: int, frame: FrameType | None) -> None:
         stopping.append(signum)
 
+    check_lease(args.lease_seconds)  # refused before anything is opened, let alone made
     with ExitStack() as stack:
         store = stack.enter_context(upgraded(open_store(args.store, migrate_schema=False)))
+        store.check_writable()  # a store this process cannot write (PW709) is refused before its ledger is made
         ledger = stack.enter_context(open_ledger(args.ledger, args.store))
         worker = Worker(store, ledger, clock(args), lease_seconds=args.lease_seconds)
         effects = None

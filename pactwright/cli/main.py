@@ -9,6 +9,7 @@ runtime's commands never import the compiler.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 import traceback
@@ -68,8 +69,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _tolerant_output() -> None:
+    """Print what a message quotes even where the terminal's encoding cannot: a name given as bytes that are
+    not UTF-8 (a lone surrogate once decoded) is shown escaped, not turned into an encoding error."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):
+                reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; never let a traceback reach the user."""
+    _tolerant_output()
     try:
         parser = build_parser()
         args = parser.parse_args(argv)

@@ -12,6 +12,7 @@ migration, before any table exists to lock).
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
@@ -43,6 +44,8 @@ class Backend(Protocol):
     def execute_all(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None: ...
 
     def has_table(self, name: str) -> bool: ...
+
+    def cannot_write(self) -> str | None: ...
 
     def close(self) -> None: ...
 
@@ -85,6 +88,7 @@ class SQLiteBackend:
     def __init__(self, path: str, *, create: bool) -> None:
         if not create and not Path(path).is_file():
             raise unreachable(path, "no such store file")
+        self._path = path
         self._wal_pending = False
         try:
             if not create:
@@ -129,10 +133,14 @@ class SQLiteBackend:
             time.sleep(0.01)
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """The rows of a read; a value that is not valid UTF-8 (a lone surrogate, as a non-UTF-8 command-line
+        byte becomes) matches no stored text, so the read finds nothing, as on PostgreSQL."""
         try:
             return [tuple(row) for row in self._conn.execute(sql, tuple(params)).fetchall()]
         except OverflowError as exc:
             raise _too_big(exc) from None
+        except UnicodeEncodeError:
+            return []
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         try:
@@ -176,6 +184,21 @@ class SQLiteBackend:
     def has_table(self, name: str) -> bool:
         return bool(self.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)))
 
+    def cannot_write(self) -> str | None:
+        """Why this process could not write the store, seen before it tries (None when it can).
+
+        SQLite opens a file it may not write read-only without a word, and
+        the first write fails; a command that would make something else
+        first (the worker's ledger) asks here. The directory matters too:
+        the journal's `-wal` and `-shm` files are made beside the store.
+        """
+        path = Path(self._path)
+        if not os.access(path, os.W_OK):
+            return f"this process may not write the file `{path}`"
+        if not os.access(path.parent, os.W_OK | os.X_OK):
+            return f"this process may not make the journal files in `{path.parent}`"
+        return None
+
     def close(self) -> None:
         self._conn.close()
 
@@ -194,6 +217,16 @@ class PostgresBackend:
             self._conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
             raise unreachable(url, str(exc).strip().splitlines()[0] if str(exc).strip() else exc) from None
+        # A search_path naming only schemas that do not exist leaves no schema to read or create in: that
+        # is a store that is not there (as a missing SQLite file is), not an empty one.
+        try:
+            row = self._conn.execute("SELECT current_schema()").fetchone()
+        except psycopg.Error as exc:
+            self._conn.close()
+            raise unreachable(url, str(exc).strip().splitlines()[0] if str(exc).strip() else exc) from None
+        if row is None or row[0] is None:
+            self._conn.close()
+            raise unreachable(url, "no schema of its search_path exists (create the schema first)")
 
     @staticmethod
     def _sql(sql: str) -> str:
@@ -204,7 +237,7 @@ class PostgresBackend:
         """The rows of a read. A value holding NUL matches no stored text: every write path refuses NUL
         (`storable`), PostgreSQL's text type cannot hold it, and SQLite finds nothing equal to it; such a
         read is answered with no rows here, as SQLite answers it, rather than refused by the server."""
-        if any(type(v) is str and "\x00" in v for v in params):
+        if any(type(v) is str and not storable(v) for v in params):
             return []
         rows = self._conn.execute(self._sql(sql), tuple(params)).fetchall()
         return [tuple(bytes(v) if isinstance(v, memoryview) else v for v in row) for row in rows]
@@ -270,6 +303,10 @@ class PostgresBackend:
         row = self._conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,)).fetchone()
         return bool(row and row[0])
 
+    def cannot_write(self) -> str | None:
+        """None: what the server lets this role write shows only when it writes (PW709 then)."""
+        return None
+
     def close(self) -> None:
         self._conn.close()
 
@@ -281,6 +318,8 @@ def connect(url: str, *, create: bool = True) -> Backend:
     empty store (for commands that only read).
     """
     if url.startswith(_POSTGRES_PREFIXES):
+        if not storable(url):  # the driver would cut the URL at a NUL and connect to what is left
+            raise unreachable(url, "the URL holds NUL or text that is not UTF-8")
         return PostgresBackend(url)
     if url.startswith(_SQLITE_PREFIX):
         path = url[len(_SQLITE_PREFIX) :]

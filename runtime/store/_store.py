@@ -398,7 +398,20 @@ class Store:
         For a store opened with `migrate_schema=False` by a caller that first
         checked what it is about to write (`runtime.agreements.check_open`).
         """
-        return migrate(self._db)
+        try:
+            return migrate(self._db)
+        except PactwrightError:
+            raise
+        except Exception as exc:
+            if not _is_db_error(exc):
+                raise
+            raise StoreError(f"the store refused its schema migration and rolled it back: {exc}", code="PW709") from exc
+
+    def check_writable(self) -> None:
+        """Refuse (PW709) a store this process could not write, before a command makes anything else."""
+        why = self._db.cannot_write()
+        if why is not None:
+            raise StoreError(f"the store cannot be written: {why}", code="PW709")
 
     @contextlib.contextmanager
     def writing(self) -> Iterator[WriteTx]:
