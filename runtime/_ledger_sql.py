@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from pactwright.errors import LedgerError, UsageError
 
-from .store._backend import Backend, SQLiteBackend
+from .store._backend import Backend, SQLiteBackend, first_line, storable
 
 __all__ = ["DEFAULT_SCHEMA", "LedgerTarget", "connect_ledger", "default_url", "parse_target"]
 
@@ -108,6 +108,8 @@ def parse_target(url: str) -> LedgerTarget:
     if "\x00" in url:
         raise unreachable(url.replace("\x00", "\\0"), "the URL contains a NUL byte")
     if url.startswith(_POSTGRES_PREFIXES):
+        if not storable(url):  # the driver cannot send text that is not UTF-8
+            raise unreachable(url, "the URL holds text that is not UTF-8")
         return LedgerTarget(url, schema=_schema_of(url) or DEFAULT_SCHEMA)
     if url.startswith(_SQLITE_PREFIX):
         path = url[len(_SQLITE_PREFIX) :]
@@ -163,7 +165,7 @@ class PostgresLedgerBackend:
         try:
             self._conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            first = first_line(exc)
             raise unreachable(url, first) from None
         try:
             exists = self._conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
@@ -176,7 +178,7 @@ class PostgresLedgerBackend:
             self._conn.execute(f'SET search_path TO "{schema}"')
         except psycopg.Error as exc:
             self._conn.close()
-            raise unreachable(url, str(exc).strip().splitlines()[0]) from None
+            raise unreachable(url, first_line(exc)) from None
         except UsageError:
             self._conn.close()
             raise

@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from pactwright.canonical import canonical_bytes, load_json
 from pactwright.errors import LedgerError, PactwrightError, UsageError
-from pactwright.runtime.store._backend import storable
+from pactwright.runtime.store._backend import first_line, storable
 
 from ._ledger_common import (
     check_reference,
@@ -195,7 +195,7 @@ class DurableLedger:
         except Exception as exc:  # noqa: BLE001 - sqlite3 / psycopg: the database refused the write
             if isinstance(db, PostgresLedgerBackend) and isinstance(exc, db.unique_violation):
                 raise _Raced from None
-            why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            why = first_line(exc)
             raise LedgerError(f"the ledger refused the write and rolled it back: {why}", code="PW552") from None
 
     def _apply_locked(self, reference: str, program: Program, text: str, given: dict[str, str]) -> list[Posting]:

@@ -1019,3 +1019,9 @@ def test_the_marketplace_runs_at_the_end_of_time_and_at_the_epoch(store: str) ->
                          "--clock-file", epoch, "--format", "json")  # fmt: skip
     assert (got, "Traceback" in err) == (0, False), err
     assert (json.loads(out)["committed_at"], json.loads(out)["state"]) == (MAX_CLOCK, "disputed")
+
+
+def test_a_postgresql_ledger_url_with_bytes_that_are_not_utf8_is_pw550(store: str) -> None:
+    done = _process(b"show", b"a1", b"--store", store.encode(), b"--ledger", PG_BASE.encode() + b"\xff")
+    assert b"Traceback" not in done.stderr
+    assert done.returncode == 2 and b"error[PW550]" in done.stderr, done.stderr

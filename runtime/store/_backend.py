@@ -71,6 +71,12 @@ def _too_big(exc: OverflowError) -> sqlite3.DataError:
     return sqlite3.DataError(f"an integer does not fit a 64-bit column ({exc})")
 
 
+def first_line(exc: BaseException) -> str:
+    """A driver error as one line for a message: its first line, or its type when it says nothing."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def unreachable(url: str, why: object) -> UsageError:
     return UsageError(
         f"cannot open the store `{url}`: {why}",
@@ -216,14 +222,14 @@ class PostgresBackend:
         try:
             self._conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
-            raise unreachable(url, str(exc).strip().splitlines()[0] if str(exc).strip() else exc) from None
+            raise unreachable(url, first_line(exc)) from None
         # A search_path naming only schemas that do not exist leaves no schema to read or create in: that
         # is a store that is not there (as a missing SQLite file is), not an empty one.
         try:
             row = self._conn.execute("SELECT current_schema()").fetchone()
         except psycopg.Error as exc:
             self._conn.close()
-            raise unreachable(url, str(exc).strip().splitlines()[0] if str(exc).strip() else exc) from None
+            raise unreachable(url, first_line(exc)) from None
         if row is None or row[0] is None:
             self._conn.close()
             raise unreachable(url, "no schema of its search_path exists (create the schema first)")

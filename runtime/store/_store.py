@@ -21,7 +21,7 @@ from pactwright.canonical import hash_bytes
 from pactwright.errors import PactwrightError, StoreError
 from pactwright.manifest import MANIFEST_PATH
 from pactwright.runtime.store import _integrity as integrity
-from pactwright.runtime.store._backend import Backend, connect, storable, unreachable
+from pactwright.runtime.store._backend import Backend, connect, first_line, storable, unreachable
 from pactwright.runtime.store._migrations import TABLES, applied, check_known, migrate, refuse_ledger
 from pactwright.signing import APPROVAL_PATH, SIGNATURES_PATH
 
@@ -582,7 +582,7 @@ def open_store(url: str, *, migrate_schema: bool = True) -> Store:
         if not _is_db_error(exc):
             raise
         # The server or file refused the schema itself (no schema selected, read-only, ...).
-        raise unreachable(url, str(exc).strip().splitlines()[0] if str(exc).strip() else exc) from exc
+        raise unreachable(url, first_line(exc)) from exc
     except BaseException:
         backend.close()
         raise
