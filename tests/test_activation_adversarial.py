@@ -250,7 +250,8 @@ def test_opening_a_new_sqlite_store_waits_for_another_process_creating_it(tmp_pa
     url = str(tmp_path / "store.db")
     creator = sqlite3.connect(url, isolation_level=None, check_same_thread=False)
     creator.execute("BEGIN IMMEDIATE")
-    creator.execute("CREATE TABLE other_process_was_here (x INTEGER)")
+    # What another process opening the new store writes first (a table of someone else's would be refused).
+    creator.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL)")
     release = threading.Timer(0.3, lambda: creator.execute("COMMIT"))
     release.start()
     try:

@@ -1034,3 +1034,24 @@ def test_a_postgresql_ledger_url_with_bytes_that_are_not_utf8_is_pw550(store: st
     done = _process(b"show", b"a1", b"--store", store.encode(), b"--ledger", PG_BASE.encode() + b"\xff")
     assert b"Traceback" not in done.stderr
     assert done.returncode == 2 and b"error[PW550]" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["parties", "add", "pete", "--role", "operator"], ["worker", "--drain"], ["outbox", "list"], ["show", "a1"],
+     ["open", PACT_ID, "--id", "b1", "--param", "price=1.00", *PARTIES]],
+    ids=["parties-add", "worker", "outbox-list", "show", "open"],
+)  # fmt: skip
+def test_a_database_of_another_program_is_not_a_store(tmp_path: Path, args: list[str]) -> None:
+    """Once `parties add` built the store's tables inside an application's SQLite file, and the worker made a
+    ledger beside it; such a file is now PW700 for every command, and stays byte for byte as it was."""
+    other = tmp_path / "app.db"
+    with contextlib.closing(sqlite3.connect(other)) as conn:
+        conn.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)")
+        conn.execute("INSERT INTO customers (name) VALUES ('ann')")
+        conn.commit()
+    before = sorted(p.name for p in tmp_path.iterdir()), other.read_bytes()
+    code, _out, err = _cli(*args, "--store", str(other))
+    assert "Traceback" not in err
+    assert (code, CODE_RE.findall(err)[:1]) == (2, ["PW700"]), err
+    assert (sorted(p.name for p in tmp_path.iterdir()), other.read_bytes()) == before

@@ -505,6 +505,29 @@ def refuse_ledger(backend: Backend) -> None:
         )
 
 
+def refuse_foreign(backend: Backend) -> None:
+    """Refuse (PW700) to make a store inside a database (a PostgreSQL schema) that already holds other tables.
+
+    A `--store` pointed at an application's database, or at a file that is
+    some other program's, would otherwise gain the store's tables beside
+    what is there; the ledger refuses such a database the same way.
+    """
+    if backend.has_table("schema_migrations"):
+        return
+    if backend.name == "postgresql":
+        found = backend.query("SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()")
+    else:
+        found = backend.query("SELECT name FROM sqlite_master WHERE type = 'table'")
+    others = sorted(str(row[0]) for row in found if not str(row[0]).startswith("sqlite_"))
+    if others:
+        raise UsageError(
+            f"this database is not a pactwright store: it holds other tables ({', '.join(others[:3])}"
+            f"{', ...' if len(others) > 3 else ''}) and no record of the store's migrations",
+            code="PW700",
+            hint="give the store a database (or PostgreSQL schema) of its own",
+        )
+
+
 def check_known(recorded: dict[int, str]) -> None:
     """Refuse (PW701) a store with migrations this release does not have."""
     known = {m.version: m.name for m in MIGRATIONS}
@@ -524,6 +547,7 @@ def migrate(backend: Backend) -> int:
     """Apply every missing migration in order, in one transaction; returns how many ran."""
     with backend.transaction(write=True):
         refuse_ledger(backend)
+        refuse_foreign(backend)
         backend.execute(_LEDGER)
         recorded = applied(backend)
         check_known(recorded)

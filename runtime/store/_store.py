@@ -22,7 +22,7 @@ from pactwright.errors import PactwrightError, StoreError
 from pactwright.manifest import MANIFEST_PATH
 from pactwright.runtime.store import _integrity as integrity
 from pactwright.runtime.store._backend import Backend, connect, first_line, storable, unreachable
-from pactwright.runtime.store._migrations import TABLES, applied, check_known, migrate, refuse_ledger
+from pactwright.runtime.store._migrations import TABLES, applied, check_known, migrate, refuse_foreign, refuse_ledger
 from pactwright.signing import APPROVAL_PATH, SIGNATURES_PATH
 
 
@@ -576,6 +576,7 @@ def open_store(url: str, *, migrate_schema: bool = True) -> Store:
             migrate(backend)
         else:
             refuse_ledger(backend)
+            refuse_foreign(backend)
             check_known(applied(backend))
     except Exception as exc:
         backend.close()
