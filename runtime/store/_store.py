@@ -398,14 +398,8 @@ class Store:
         For a store opened with `migrate_schema=False` by a caller that first
         checked what it is about to write (`runtime.agreements.check_open`).
         """
-        try:
+        with _refused_as_pw709("its schema migration"):
             return migrate(self._db)
-        except PactwrightError:
-            raise
-        except Exception as exc:
-            if not _is_db_error(exc):
-                raise
-            raise StoreError(f"the store refused its schema migration and rolled it back: {exc}", code="PW709") from exc
 
     def check_writable(self) -> None:
         """Refuse (PW709) a store this process could not write, before a command makes anything else."""
@@ -416,15 +410,8 @@ class Store:
     @contextlib.contextmanager
     def writing(self) -> Iterator[WriteTx]:
         """One write transaction under the writer lock; any exception rolls all of it back."""
-        try:
-            with self._db.transaction(write=True):
-                yield WriteTx(self._db)
-        except PactwrightError:
-            raise
-        except Exception as exc:
-            if not _is_db_error(exc):
-                raise
-            raise StoreError(f"the store refused the write and rolled it back: {exc}", code="PW709") from exc
+        with _refused_as_pw709("the write"), self._db.transaction(write=True):
+            yield WriteTx(self._db)
 
     @contextlib.contextmanager
     def transaction(self, *, write: bool = True, exclusive: bool = True) -> Iterator[Backend]:
@@ -561,6 +548,19 @@ def _is_db_error(exc: Exception) -> bool:
     """A driver error (constraint, lock, connection) rather than a bug: reported as PW709."""
     psycopg = sys.modules.get("psycopg")
     return isinstance(exc, sqlite3.Error) or (psycopg is not None and isinstance(exc, psycopg.Error))
+
+
+@contextlib.contextmanager
+def _refused_as_pw709(what: str) -> Iterator[None]:
+    """A database error inside (the transaction already rolled back) as StoreError PW709 naming `what`."""
+    try:
+        yield
+    except PactwrightError:
+        raise
+    except Exception as exc:
+        if not _is_db_error(exc):
+            raise
+        raise StoreError(f"the store refused {what} and rolled it back: {exc}", code="PW709") from exc
 
 
 def open_store(url: str, *, migrate_schema: bool = True) -> Store:
