@@ -61,3 +61,13 @@ def test_every_golden_document_is_byte_identical_through_both_encoders() -> None
         data = path.read_bytes()
         document = load_json(data)
         assert canonical_bytes(document) == rfc8785.dumps(document), path
+
+
+def test_documents_deeper_than_orjson_nests_take_the_standard_encoder_with_the_same_bytes() -> None:
+    # orjson refuses nesting past a fixed depth (254); such a document of plain types is still canonical
+    # JSON and must encode, byte for byte, as rfc8785 encodes it.
+    for depth in (250, 260, 400):
+        document: Any = "leaf"
+        for level in range(depth):
+            document = {"k": document} if level % 2 else [document, level]
+        assert canonical_bytes(document) == rfc8785.dumps(document)

@@ -12,6 +12,7 @@ migration, before any table exists to lock).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import sqlite3
 import time
@@ -25,6 +26,9 @@ _SQLITE_PREFIX = "sqlite://"
 _POSTGRES_PREFIXES = ("postgresql://", "postgres://")
 _BUSY_SECONDS = 30
 _WRITES = ("INSERT ", "UPDATE ", "DELETE ")
+# The tables an activated bundle is stored in: what `change_mark` watches this connection's own writes to.
+BUNDLE_TABLES = ("bundles", "bundle_files", "activations", "active")
+_CONNECTIONS = itertools.count(1)  # a number no two backends of this process share
 
 
 class Backend(Protocol):
@@ -44,6 +48,10 @@ class Backend(Protocol):
     def execute_all(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None: ...
 
     def has_table(self, name: str) -> bool: ...
+
+    def change_mark(self) -> tuple[int, int, int] | None: ...
+
+    def watch_bundles(self) -> None: ...
 
     def cannot_write(self) -> str | None: ...
 
@@ -96,6 +104,9 @@ class SQLiteBackend:
             raise unreachable(path, "no such store file")
         self._path = path
         self._wal_pending = False
+        self._connection = next(_CONNECTIONS)
+        self._bundle_writes = 0  # this connection's writes to BUNDLE_TABLES, counted by TEMP triggers
+        self._watching = False
         try:
             if not create:
                 # Only reading (`store verify`, the "nothing was changed" line after a refusal):
@@ -189,6 +200,48 @@ class SQLiteBackend:
 
     def has_table(self, name: str) -> bool:
         return bool(self.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)))
+
+    def change_mark(self) -> tuple[int, int, int] | None:
+        """A value that is the same at two reads only if the bundle tables' rows cannot differ between them.
+
+        (this connection's number, SQLite's `PRAGMA data_version`, this
+        connection's own writes to the bundle tables). `data_version`
+        changes whenever another connection, of this process or any
+        other, has committed anything to the database; the TEMP triggers of
+        `watch_bundles` count every row this connection itself inserts,
+        updates or deletes in those tables (counted as they happen, never
+        taken back by a rollback). None until `watch_bundles` has run: the
+        caller then reads the rows.
+        """
+        if not self._watching:
+            return None
+        row = self._conn.execute("PRAGMA data_version").fetchone()
+        return (self._connection, int(row[0]), self._bundle_writes)
+
+    def watch_bundles(self) -> None:
+        """Count this connection's own writes to the bundle tables (for `change_mark`), from now on.
+
+        One TEMP trigger per table and write: TEMP triggers belong to this
+        connection alone, fire on its writes only, and cannot be dropped by
+        another connection. Made outside any transaction (a rollback cannot
+        take them back); run again after a migration, which may rebuild a
+        table and its triggers with it, and counted as a write itself.
+        """
+        self._bundle_writes += 1
+        if not all(self.has_table(name) for name in BUNDLE_TABLES) or self._conn.in_transaction:
+            self._watching = False
+            return
+        self._conn.create_function("pw_bundle_write", 0, self._count_bundle_write)
+        for table in BUNDLE_TABLES:
+            for write in ("INSERT", "UPDATE", "DELETE"):
+                self._conn.execute(
+                    f"CREATE TEMP TRIGGER IF NOT EXISTS pw_watch_{table}_{write.lower()} AFTER {write} "
+                    f"ON main.{table} BEGIN SELECT pw_bundle_write(); END"
+                )
+        self._watching = True
+
+    def _count_bundle_write(self) -> None:
+        self._bundle_writes += 1
 
     def cannot_write(self) -> str | None:
         """Why this process could not write the store, seen before it tries (None when it can).
@@ -308,6 +361,12 @@ class PostgresBackend:
     def has_table(self, name: str) -> bool:
         row = self._conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,)).fetchone()
         return bool(row and row[0])
+
+    def change_mark(self) -> None:
+        """None: PostgreSQL gives no cheap proof that nothing changed, so its callers always read the rows."""
+
+    def watch_bundles(self) -> None:
+        """Nothing to watch (`change_mark` is always None here)."""
 
     def cannot_write(self) -> str | None:
         """None: what the server lets this role write shows only when it writes (PW709 then)."""

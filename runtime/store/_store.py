@@ -221,30 +221,37 @@ def _load(
         extra: list[list[tuple[Any, ...]]] = db.query_many(also) if also else []
         file_rows = None
     else:
+        # Only a load whose every input is in hand is remembered (not one that must read another manifest's rows).
+        slot = (activation_id, active, None if only is None else tuple(only), manifest_hash)
+        known = _VERIFIED.get(slot)
+        mark = db.change_mark()
+        if known is not None and mark is not None and known[2] == mark:
+            # Nothing was written to the bundle tables since these rows were read and verified.
+            return known[1], db.query_many(also) if also else []
         sql, params = _file_rows_sql(manifest_hash, only)
         answers = db.query_many([(_ACTIVATION_SQL, (activation_id,)), (sql, params), *also])
-        found, file_rows, extra = _activation_row(answers[0], activation_id), answers[1], answers[2:]
-    # Only a load whose every input is in hand is remembered (not one that must read another manifest's rows).
-    cacheable = file_rows is not None and found is not None and str(found[0]["manifest_hash"]) == manifest_hash
-    key: tuple[Any, ...] = ()
-    if cacheable and file_rows is not None:
-        key = (activation_id, active, None if only is None else tuple(only), manifest_hash,
-               tuple(map(tuple, answers[0])), tuple(map(tuple, file_rows)))  # fmt: skip
-        known = _VERIFIED.get(key)
-        if known is not None:
-            return known, extra
+        file_rows, extra = answers[1], answers[2:]
+        seen = (tuple(answers[0]), tuple(file_rows))
+        if known is not None and known[0] == seen:  # every byte read equal to what was verified
+            _VERIFIED[slot] = (seen, known[1], mark)
+            return known[1], extra
+        found = _activation_row(answers[0], activation_id)
     stored = _verify(db, activation_id, active, only, manifest_hash, found, file_rows)
-    if cacheable:
+    if file_rows is not None and found is not None and str(found[0]["manifest_hash"]) == manifest_hash:
         if len(_VERIFIED) >= 64:
             _VERIFIED.clear()
-        _VERIFIED[key] = stored
+        _VERIFIED[slot] = (seen, stored, mark)
     return stored, extra
 
 
-# The verified bundle of exactly these stored rows (every byte of the activation row and of the file
-# rows read, compared for equality by the dict): a function of those bytes alone, so the same bytes
-# are verified once per process and any changed byte is a new key, verified in full.
-_VERIFIED: dict[tuple[Any, ...], StoredBundle] = {}
+# Per (activation, pointer, paths read, manifest): the stored rows last verified in full (every byte of
+# the activation row and of the file rows read), the bundle they gave, and the store's change mark when
+# they were read. A load whose rows compare equal to those is that bundle (verification is a function
+# of those bytes alone, so the same bytes are verified once per process); any changed byte fails the
+# comparison and is verified in full. A load on the same SQLite connection whose change mark is still
+# the one recorded (`Backend.change_mark`: no commit by any other connection, no write of this one to
+# the bundle tables since) would read those same rows again, and takes the bundle without reading them.
+_VERIFIED: dict[tuple[Any, ...], tuple[tuple[Any, ...], StoredBundle, tuple[int, int, int] | None]] = {}
 
 
 def _verify(
@@ -399,7 +406,9 @@ class Store:
         checked what it is about to write (`runtime.agreements.check_open`).
         """
         with _refused_as_pw709("its schema migration"):
-            return migrate(self._db)
+            ran = migrate(self._db)
+            self._db.watch_bundles()
+            return ran
 
     def check_writable(self) -> None:
         """Refuse (PW709) a store this process could not write, before a command makes anything else."""
@@ -574,6 +583,7 @@ def open_store(url: str, *, migrate_schema: bool = True) -> Store:
     try:
         if migrate_schema:
             migrate(backend)
+            backend.watch_bundles()
         else:
             refuse_ledger(backend)
             refuse_foreign(backend)
