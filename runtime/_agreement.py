@@ -9,7 +9,7 @@ an edited row is never guessed at.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -242,7 +242,8 @@ class Agreement:
         )
 
     def evolve(self, **changes: Any) -> Agreement:
-        return replace(self, **changes)
+        """A copy with `changes` (as `dataclasses.replace`, without its per-field walk: every field is init)."""
+        return Agreement(**{**self.__dict__, **changes})
 
 
 def _texts(value: Any) -> dict[str, str]:
@@ -332,6 +333,27 @@ def read(db: Backend, agreement_id: str, *, lock: bool) -> Agreement:
     return _from_row(rows[0])
 
 
+def read_joined(db: Backend, agreement_id: str, joins: str, params: tuple[Any, ...], extra: str
+                ) -> tuple[Agreement, tuple[Any, ...]]:  # fmt: skip
+    """SQLite: the agreement's row and the caller's columns `extra` from its `joins`, in one statement.
+
+    For a caller already holding the store's write lock (`BEGIN IMMEDIATE`),
+    under which nothing else commits, so one read sees the row and what is
+    joined to it as of that lock. `params` bind the joins' placeholders,
+    then the agreement's id. Returns the agreement and the extra columns.
+    """
+    if not storable(agreement_id):
+        raise unknown(agreement_id)
+    columns = ", ".join(f"a.{c.strip()}" for c in COLUMNS.split(","))
+    rows = db.query(f"SELECT {columns}, {extra} FROM agreements a {joins} WHERE a.id = ?",  # noqa: S608
+                    (*params, agreement_id))  # fmt: skip
+    if not rows:
+        raise unknown(agreement_id)
+    count = len(_COLUMN_NAMES)
+    return _from_row(rows[0][:count]), rows[0][count:]
+
+
+_COLUMN_NAMES = tuple(c.strip() for c in COLUMNS.split(","))
 EXECUTED = ("ledger/",)  # what a command runs, besides transitions.json: the ledger programs
 
 

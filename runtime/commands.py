@@ -58,12 +58,16 @@ SCHEDULER_KEYS = "sched/"
 _NO_EFFECTS = effects.Tally()
 # Read right after the agreement's row is locked: the event committed under the idempotency key
 # (NULLs when the key is new) and the last evidence record (NULLs when there is none), one round
-# trip for both.
+# trip for both. On SQLite, whose BEGIN IMMEDIATE already holds the only write lock, the same
+# columns are joined to the agreement's own read (`_KEY_AND_HEAD`): one statement fewer.
+_KEY_AND_HEAD_COLUMNS = "k.payload_digest, k.payload, k.event_id, k.seq, k.transition, k.committed_at, e.seq, e.hash"
 _AFTER_LOCK = (
-    "SELECT k.payload_digest, k.payload, k.event_id, k.seq, k.transition, k.committed_at, e.seq, e.hash "  # noqa: S608
-    "FROM (SELECT 1 AS one) o "
+    f"SELECT {_KEY_AND_HEAD_COLUMNS} FROM (SELECT 1 AS one) o "  # noqa: S608
     "LEFT JOIN events k ON k.agreement_id = ? AND k.idempotency_key = ? "
     f"LEFT JOIN ({rows.HEAD_SQL}) e ON 1 = 1"
+)
+_KEY_AND_HEAD = (
+    f"LEFT JOIN events k ON k.agreement_id = a.id AND k.idempotency_key = ? LEFT JOIN ({rows.HEAD_SQL}) e ON 1 = 1"
 )
 
 
@@ -384,20 +388,25 @@ def run_in(store: Store, db: Backend, agreement_id: str, command: Command, now: 
     payload = _payload(transition, actor_role, actor_party, given)
     # Encoded once: the digest and the event's `command` are the same canonical bytes.
     digest = hash_bytes(rows.dumps(payload).encode("utf-8"))
-    agreement = rows.read(db, agreement_id, lock=True)
-    # Commit time never goes back within an agreement: a clock that regressed commits at the last
-    # commit's instant, so stamps, deadlines and the event log stay in order.
-    now = max(now, agreement.updated_at)
     # After the lock, in one statement: the key's row (if any) and the evidence chain's head. Both
     # are written only under this row lock, so neither changes before this transaction ends.
     # The bundle's rows are read with it (it is re-verified whether or not it is used).
-    bundle, answers = rows.load_bundle_with(
-        store, db, agreement, rows.EXECUTED, ((_AFTER_LOCK, (agreement_id, key, agreement_id)),)
-    )
+    if db.name == "sqlite":  # the transaction's BEGIN IMMEDIATE is the lock: one read for all three
+        agreement, found = rows.read_joined(db, agreement_id, _KEY_AND_HEAD, (key, agreement_id),
+                                            _KEY_AND_HEAD_COLUMNS)  # fmt: skip
+        bundle = rows.load_bundle(store, db, agreement, rows.EXECUTED)
+    else:
+        agreement = rows.read(db, agreement_id, lock=True)
+        bundle, answers = rows.load_bundle_with(
+            store, db, agreement, rows.EXECUTED, ((_AFTER_LOCK, (agreement_id, key, agreement_id)),)
+        )
+        found = answers[0][0]
+    # Commit time never goes back within an agreement: a clock that regressed commits at the last
+    # commit's instant, so stamps, deadlines and the event log stay in order.
+    now = max(now, agreement.updated_at)
     if key.startswith(SCHEDULER_KEYS) and actor_role not in rows.clock_roles(bundle):
         raise _refuse("PW519", f"idempotency keys starting with `{SCHEDULER_KEYS}` are reserved for the scheduler "
                       "(the pact's clock role)", field="key", found=key)  # fmt: skip
-    found = answers[0][0]
     head = rows.evidence_head(found[6], found[7])
     if found[0] is not None:
         event = (found[2], found[3], found[4], found[5], found[1])
