@@ -8,7 +8,12 @@ own connection, meeting at a barrier before the clock starts):
 
 - `submit`: `pactwright.runtime.submit` (load and re-verify the bundle, every
   check, the ledger program against the agreement's own balances, event,
-  outbox, idempotency key, evidence record, new agreement row);
+  outbox, idempotency key, evidence record, new agreement row). On SQLite
+  the bundle's rows are read again only when the store's change mark moved
+  (another connection committed, or this one wrote a bundle table:
+  docs/runtime.md "What a command re-verifies"), so with one client they
+  are read once per process and with several, whenever another client
+  committed in between;
 - `raw-sql`: the same transaction with only those four writes, through the
   same store connection (same WAL, fsync and isolation settings), into
   identical copies of the runtime's tables (`raw_agreements`, `raw_events`,

@@ -8,6 +8,7 @@ an edited row is never guessed at.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -344,16 +345,21 @@ def read_joined(db: Backend, agreement_id: str, joins: str, params: tuple[Any, .
     """
     if not storable(agreement_id):
         raise unknown(agreement_id)
-    columns = ", ".join(f"a.{c.strip()}" for c in COLUMNS.split(","))
-    rows = db.query(f"SELECT {columns}, {extra} FROM agreements a {joins} WHERE a.id = ?",  # noqa: S608
-                    (*params, agreement_id))  # fmt: skip
+    rows = db.query(_joined_sql(joins, extra), (*params, agreement_id))
     if not rows:
         raise unknown(agreement_id)
-    count = len(_COLUMN_NAMES)
-    return _from_row(rows[0][:count]), rows[0][count:]
+    return _from_row(rows[0][:_COUNT]), rows[0][_COUNT:]
 
 
-_COLUMN_NAMES = tuple(c.strip() for c in COLUMNS.split(","))
+_COUNT = len(COLUMNS.split(","))
+
+
+@functools.lru_cache(maxsize=16)
+def _joined_sql(joins: str, extra: str) -> str:
+    columns = ", ".join(f"a.{c.strip()}" for c in COLUMNS.split(","))
+    return f"SELECT {columns}, {extra} FROM agreements a {joins} WHERE a.id = ?"  # noqa: S608
+
+
 EXECUTED = ("ledger/",)  # what a command runs, besides transitions.json: the ledger programs
 
 

@@ -195,10 +195,11 @@ def test_the_mark_skips_the_read_only_while_nothing_was_written(tmp_path: Path) 
     this connection's own write to a bundle table, and not with this connection's other writes."""
     with temporary_store("sqlite", tmp_path) as store_url, open_store(store_url) as store:
         db = store._db
+        with store.transaction() as tx:
+            tx.execute("CREATE TABLE IF NOT EXISTS scratch (x)")
         first = db.change_mark()
         assert first is not None
         with store.transaction() as tx:
-            tx.execute("CREATE TABLE IF NOT EXISTS scratch (x)")
             tx.execute("INSERT INTO scratch VALUES (1)")
         assert db.change_mark() == first  # own writes elsewhere: unchanged
         _edit_sqlite(store_url, "INSERT INTO scratch VALUES (2)", ())

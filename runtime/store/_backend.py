@@ -49,7 +49,7 @@ class Backend(Protocol):
 
     def has_table(self, name: str) -> bool: ...
 
-    def change_mark(self) -> tuple[int, int, int] | None: ...
+    def change_mark(self) -> tuple[int, ...] | None: ...
 
     def watch_bundles(self) -> None: ...
 
@@ -106,6 +106,7 @@ class SQLiteBackend:
         self._wal_pending = False
         self._connection = next(_CONNECTIONS)
         self._bundle_writes = 0  # this connection's writes to BUNDLE_TABLES, counted by TEMP triggers
+        self._writes_at_begin = 0  # the count when the current transaction began
         self._watching = False
         try:
             if not create:
@@ -178,6 +179,7 @@ class SQLiteBackend:
     def transaction(self, *, write: bool, exclusive: bool = True) -> Iterator[None]:
         # SQLite has one writer at a time whatever `exclusive` says: BEGIN IMMEDIATE is the row lock.
         self._conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        self._writes_at_begin = self._bundle_writes  # `change_mark`: what this transaction writes is its own
         changes = self._conn.total_changes
         try:
             yield
@@ -201,22 +203,37 @@ class SQLiteBackend:
     def has_table(self, name: str) -> bool:
         return bool(self.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)))
 
-    def change_mark(self) -> tuple[int, int, int] | None:
+    def change_mark(self) -> tuple[int, ...] | None:
         """A value that is the same at two reads only if the bundle tables' rows cannot differ between them.
 
-        (this connection's number, SQLite's `PRAGMA data_version`, this
-        connection's own writes to the bundle tables). `data_version`
-        changes whenever another connection, of this process or any
-        other, has committed anything to the database; the TEMP triggers of
-        `watch_bundles` count every row this connection itself inserts,
-        updates or deletes in those tables (counted as they happen, never
-        taken back by a rollback). None until `watch_bundles` has run: the
-        caller then reads the rows.
+        (this connection's number, SQLite's `PRAGMA data_version`, the
+        `schema_version` of the main and of the temp schema, this
+        connection's own writes to the bundle tables):
+
+        - `data_version` changes whenever another connection, of this
+          process or any other, has committed anything to the database;
+        - a schema change on this connection (a table rebuilt, renamed or
+          altered, `writable_schema` edits, a TEMP trigger dropped) moves a
+          `schema_version`;
+        - the TEMP triggers of `watch_bundles` count every row this
+          connection itself inserts, updates or deletes in those tables,
+          as it happens; a rollback never takes the count back.
+
+        None (the caller then reads the rows, and remembers no mark) until
+        `watch_bundles` has run, and inside a transaction that has itself
+        written a bundle table: rows read there may be this transaction's
+        own, which a rollback would undo.
         """
-        if not self._watching:
+        if not self._watching or (self._conn.in_transaction and self._bundle_writes != self._writes_at_begin):
             return None
-        row = self._conn.execute("PRAGMA data_version").fetchone()
-        return (self._connection, int(row[0]), self._bundle_writes)
+        execute = self._conn.execute
+        return (
+            self._connection,
+            int(execute("PRAGMA data_version").fetchone()[0]),
+            int(execute("PRAGMA main.schema_version").fetchone()[0]),
+            int(execute("PRAGMA temp.schema_version").fetchone()[0]),
+            self._bundle_writes,
+        )
 
     def watch_bundles(self) -> None:
         """Count this connection's own writes to the bundle tables (for `change_mark`), from now on.

@@ -251,7 +251,7 @@ def _load(
 # comparison and is verified in full. A load on the same SQLite connection whose change mark is still
 # the one recorded (`Backend.change_mark`: no commit by any other connection, no write of this one to
 # the bundle tables since) would read those same rows again, and takes the bundle without reading them.
-_VERIFIED: dict[tuple[Any, ...], tuple[tuple[Any, ...], StoredBundle, tuple[int, int, int] | None]] = {}
+_VERIFIED: dict[tuple[Any, ...], tuple[tuple[Any, ...], StoredBundle, tuple[int, ...] | None]] = {}
 
 
 def _verify(
