@@ -35,7 +35,10 @@ def epoch_seconds(clock: Clock) -> int:
     instant = clock.now()
     if instant.tzinfo is None:
         raise ValueError("a clock must return a timezone-aware instant")
-    return int((instant.astimezone(UTC) - _EPOCH) // timedelta(seconds=1))
+    # Aware instants subtract in UTC whatever their zones; a timedelta's seconds and microseconds are
+    # never negative, so days and seconds alone are the floor of the exact difference.
+    elapsed = instant - _EPOCH
+    return elapsed.days * 86400 + elapsed.seconds
 
 
 class TestClock:
