@@ -43,6 +43,7 @@ from pactwright.runtime.activation import FixedClock, activate_files
 from pactwright.runtime.commands import Command, run_in
 from pactwright.runtime.store import Store, open_store
 from tests.signed_bundles import NOW, PACT_ID, default_trust, dump, signed, temporary_store
+from tests.test_runtime_bundle_change_mark import _prepare, _warm
 
 T0 = 1780315200
 PARTIES = {"buyer": "alice", "seller": "bob", "arbiter": "carol"}
@@ -56,14 +57,6 @@ def outside(reason: str) -> pytest.MarkDecorator:
     """An edit the mark does not see, made by a non-SQL call of the `sqlite3` module on the store's own,
     private connection: outside the claim (docs/runtime.md "What a command re-verifies"), kept to show it."""
     return pytest.mark.xfail(strict=True, raises=HOLE, reason=f"outside the claim: {reason}")
-
-
-def _prepare(url: str, *versions: str) -> None:
-    with open_store(url) as store:
-        for version in versions or ("1.0.0",):
-            activate_files(store, signed(version), default_trust(), clock=FixedClock(datetime.fromisoformat(NOW)))
-        for agreement_id in ("a1", "a2"):
-            open_agreement(store, PACT_ID, {"price": "64.90"}, PARTIES, agreement_id=agreement_id, clock=TestClock(T0))
 
 
 @pytest.fixture(scope="module")
@@ -87,13 +80,6 @@ def store(url: str) -> Iterator[Store]:
     with open_store(url) as opened:
         _warm(opened)
         yield opened
-
-
-def _warm(store: Store) -> None:
-    clock = TestClock(T0)
-    assert submit(store, "a1", "fund", "buyer", "alice", "f1", clock=clock).version == 1
-    assert submit(store, "a1", "deliver", "seller", "bob", "d1", clock=clock).version == 2
-    assert store._db.change_mark() is not None or store.backend == "postgresql"
 
 
 def _fresh_code(url: str, agreement_id: str = "a1", transition: str = "release") -> str | None:

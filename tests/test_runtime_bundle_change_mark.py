@@ -48,9 +48,11 @@ EDITS = [
 EDIT_IDS = ["transitions", "unused-program", "executed-program", "unread-hash", "unread-deleted", "signatures"]
 
 
-def _prepare(store_url: str) -> None:
+def _prepare(store_url: str, *versions: str) -> None:
+    """Activate `versions` (default 1.0.0) and open agreements a1 and a2 on the last."""
     with open_store(store_url) as store:
-        activate_files(store, signed("1.0.0"), default_trust(), clock=FixedClock(datetime.fromisoformat(NOW)))
+        for version in versions or ("1.0.0",):
+            activate_files(store, signed(version), default_trust(), clock=FixedClock(datetime.fromisoformat(NOW)))
         for agreement_id in ("a1", "a2"):
             open_agreement(store, PACT_ID, {"price": "64.90"}, PARTIES, agreement_id=agreement_id,
                            clock=TestClock(T0))  # fmt: skip
@@ -68,6 +70,7 @@ def _warm(store: Store) -> None:
     clock = TestClock(T0)
     assert submit(store, "a1", "fund", "buyer", "alice", "f1", clock=clock).version == 1
     assert submit(store, "a1", "deliver", "seller", "bob", "d1", clock=clock).version == 2
+    assert store._db.change_mark() is not None or store.backend == "postgresql"
 
 
 def _next_command_refused(store: Store, url: str, code: str) -> None:
