@@ -216,3 +216,27 @@ def test_the_mark_skips_the_read_only_while_nothing_was_written(tmp_path: Path) 
         with open_store(store_url) as other:
             mark = other._db.change_mark()
             assert mark is not None and mark[0] != third[0]  # another connection's marks never compare equal
+
+
+def test_a_long_lived_worker_quarantines_after_the_program_is_edited(url: str) -> None:
+    """The outbox worker loads its program the way a command does: one worker, one connection, two deliveries;
+    the program edited by another connection between them is not delivered (PW562), the ledger untouched."""
+    from pactwright.runtime.ledger_db import open_ledger
+    from pactwright.runtime.worker import Worker
+
+    clock = TestClock(T0)
+    with open_store(url) as store:
+        for agreement_id in ("a1", "a2"):
+            assert submit(store, agreement_id, "fund", "buyer", "alice", f"f-{agreement_id}", clock=clock).version == 1
+    with open_store(url) as store, open_ledger(None, url) as ledger:
+        worker = Worker(store, ledger, clock)
+        first = worker.deliver_one()
+        assert first is not None and (first.reference, first.status) == ("a1/1/0", "delivered")
+        assert store._db.change_mark() is not None or store.backend == "postgresql"
+        with open_store(url) as other, other.transaction() as db:
+            _edit(db, APPEND, ("ledger/fund.num",))
+        second = worker.deliver_one()
+        assert second is not None and (second.reference, second.status, second.code) == ("a2/1/0", "quarantined",
+                                                                                          "PW562")  # fmt: skip
+        assert ledger.postings("a2/1/0") is None
+        assert ledger.postings("a1/1/0") is not None
