@@ -234,7 +234,9 @@ def test_column_dropped(store: Store, url: str) -> None:
     _expect(store, url, "PW709")
 
 
-def test_writable_schema_swaps_two_columns(store: Store, url: str) -> None:
+def swap_columns(store: Store, *, bump: bool) -> None:
+    """Swap the `sha256` and `size` definitions in `sqlite_master` through `writable_schema` on the store's
+    connection; with `bump`, then move `schema_version` on as a schema change would."""
     conn = _conn(store)
     (version,) = conn.execute("PRAGMA schema_version").fetchone()
     (sql,) = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'bundle_files'").fetchone()
@@ -246,8 +248,13 @@ def test_writable_schema_swaps_two_columns(store: Store, url: str) -> None:
     assert swapped != sql
     conn.execute("PRAGMA writable_schema=ON")
     conn.execute("UPDATE sqlite_master SET sql = ? WHERE name = 'bundle_files'", (swapped,))
-    conn.execute(f"PRAGMA schema_version={int(version) + 1}")
+    if bump:
+        conn.execute(f"PRAGMA schema_version={int(version) + 1}")
     conn.execute("PRAGMA writable_schema=OFF")
+
+
+def test_writable_schema_swaps_two_columns(store: Store, url: str) -> None:
+    swap_columns(store, bump=True)
     _expect(store, url, "PW705")
 
 

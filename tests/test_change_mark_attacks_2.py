@@ -30,6 +30,7 @@ from tests.test_change_mark_attacks import (
     _other,
     _previous_behaviour,
     store,
+    swap_columns,
     template,
     url,
 )
@@ -115,30 +116,16 @@ def test_restore_without_the_counting_trigger_rolled_back(store: Store, url: str
     _expect(store, url, "PW705")
 
 
-def _swap_columns_without_a_version_bump(store: Store) -> None:
-    conn = _conn(store)
-    (sql,) = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'bundle_files'").fetchone()
-    swapped = (
-        sql.replace("sha256 TEXT NOT NULL", "@")
-        .replace("size INTEGER NOT NULL", "sha256 TEXT NOT NULL")
-        .replace("@", "size INTEGER NOT NULL")
-    )
-    assert swapped != sql
-    conn.execute("PRAGMA writable_schema=ON")
-    conn.execute("UPDATE sqlite_master SET sql = ? WHERE name = 'bundle_files'", (swapped,))
-    conn.execute("PRAGMA writable_schema=OFF")
-
-
 @broken("writable_schema edit of sqlite_master with no schema_version bump: mark unchanged, parsed schema stale")
 def test_writable_schema_swap_without_a_version_bump(store: Store, url: str) -> None:
-    _swap_columns_without_a_version_bump(store)
+    swap_columns(store, bump=False)
     _expect(store, url, "PW705")
 
 
 @broken("not the mark's alone: the connection's parsed schema is stale, so reading every time runs it too")
 def test_writable_schema_swap_without_a_version_bump_previous_behaviour(store: Store, url: str) -> None:
     _previous_behaviour(store)
-    _swap_columns_without_a_version_bump(store)
+    swap_columns(store, bump=False)
     _expect(store, url, "PW705")
 
 
