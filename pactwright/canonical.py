@@ -135,8 +135,7 @@ def canonical_bytes(document: Any) -> bytes:
     """
     try:
         try:
-            exact = _scan(document)
-            plain = exact
+            exact = plain = _scan(document)
         except _Careful:
             exact, plain = False, _check(document, "")
         if exact:

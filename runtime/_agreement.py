@@ -325,13 +325,19 @@ def unknown(agreement_id: str) -> CommandError:
 
 def read(db: Backend, agreement_id: str, *, lock: bool) -> Agreement:
     """The agreement's row; with `lock`, held until the transaction ends (FOR UPDATE on PostgreSQL)."""
+    suffix = " FOR UPDATE" if lock and db.name == "postgresql" else ""
+    sql = f"SELECT {COLUMNS} FROM agreements WHERE id = ?{suffix}"  # noqa: S608
+    return _from_row(_row(db, agreement_id, sql, (agreement_id,)))
+
+
+def _row(db: Backend, agreement_id: str, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The one row `sql` reads for the agreement, or PW501 (also for an id no store can hold)."""
     if not storable(agreement_id):  # no stored id holds NUL or invalid UTF-8 (open refuses both)
         raise unknown(agreement_id)
-    suffix = " FOR UPDATE" if lock and db.name == "postgresql" else ""
-    rows = db.query(f"SELECT {COLUMNS} FROM agreements WHERE id = ?{suffix}", (agreement_id,))  # noqa: S608
+    rows = db.query(sql, params)
     if not rows:
         raise unknown(agreement_id)
-    return _from_row(rows[0])
+    return rows[0]
 
 
 def read_joined(db: Backend, agreement_id: str, joins: str, params: tuple[Any, ...], extra: str
@@ -343,12 +349,8 @@ def read_joined(db: Backend, agreement_id: str, joins: str, params: tuple[Any, .
     joined to it as of that lock. `params` bind the joins' placeholders,
     then the agreement's id. Returns the agreement and the extra columns.
     """
-    if not storable(agreement_id):
-        raise unknown(agreement_id)
-    rows = db.query(_joined_sql(joins, extra), (*params, agreement_id))
-    if not rows:
-        raise unknown(agreement_id)
-    return _from_row(rows[0][:_COUNT]), rows[0][_COUNT:]
+    row = _row(db, agreement_id, _joined_sql(joins, extra), (*params, agreement_id))
+    return _from_row(row[:_COUNT]), row[_COUNT:]
 
 
 _COUNT = len(COLUMNS.split(","))

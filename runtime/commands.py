@@ -390,7 +390,7 @@ def run_in(store: Store, db: Backend, agreement_id: str, command: Command, now: 
     digest = hash_bytes(rows.dumps(payload).encode("utf-8"))
     # After the lock, in one statement: the key's row (if any) and the evidence chain's head. Both
     # are written only under this row lock, so neither changes before this transaction ends.
-    # The bundle's rows are read with it (it is re-verified whether or not it is used).
+    # The bundle is loaded (on PostgreSQL in the same round trip) and re-verified whether or not it is used.
     if db.name == "sqlite":  # the transaction's BEGIN IMMEDIATE is the lock: one read for all three
         agreement, found = rows.read_joined(db, agreement_id, _KEY_AND_HEAD, (key, agreement_id),
                                             _KEY_AND_HEAD_COLUMNS)  # fmt: skip

@@ -213,8 +213,10 @@ class SQLiteBackend:
         - `data_version` changes whenever another connection, of this
           process or any other, has committed anything to the database;
         - a schema change on this connection (a table rebuilt, renamed or
-          altered, `writable_schema` edits, a TEMP trigger dropped) moves a
-          `schema_version`;
+          altered, a TEMP trigger dropped) moves a `schema_version`; a
+          statement that sets `schema_version` itself, or edits the schema
+          table through `writable_schema` without moving it, is not seen
+          (docs/runtime.md "What a command re-verifies");
         - the TEMP triggers of `watch_bundles` count every row this
           connection itself inserts, updates or deletes in those tables,
           as it happens; a rollback never takes the count back.

@@ -249,8 +249,9 @@ def _load(
 # they were read. A load whose rows compare equal to those is that bundle (verification is a function
 # of those bytes alone, so the same bytes are verified once per process); any changed byte fails the
 # comparison and is verified in full. A load on the same SQLite connection whose change mark is still
-# the one recorded (`Backend.change_mark`: no commit by any other connection, no write of this one to
-# the bundle tables since) would read those same rows again, and takes the bundle without reading them.
+# the one recorded (`Backend.change_mark`: no commit by any other connection, no schema change and no
+# write of this one to the bundle tables since) would read those same rows again, and takes the bundle
+# without reading them.
 _VERIFIED: dict[tuple[Any, ...], tuple[tuple[Any, ...], StoredBundle, tuple[int, ...] | None]] = {}
 
 
