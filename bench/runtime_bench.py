@@ -160,8 +160,8 @@ def raw_ddl(backend: str) -> list[str]:
         target = re.search(r"(?:TABLE|ON) (\w+)", statement)
         if target is None or target.group(1) not in RAW_TABLES:
             continue
-        if "idempotency_key" in statement:  # the key column and its index are the runtime's own work
-            continue
+        if "idempotency_key" in statement or "evidence_" in statement:  # the key and the evidence link are the
+            continue  # runtime's own work
         made = re.match(r"CREATE INDEX (\w+)", statement)
         if made is not None:
             indexes.add(made.group(1))

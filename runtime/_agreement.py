@@ -426,8 +426,22 @@ def update(agreement: Agreement) -> tuple[str, tuple[Any, ...]]:
 
 
 # The last evidence record of an agreement, `(seq, hash)`, for `evidence_head`; read under the agreement's
-# lock (alone, or joined into a caller's statement so the head costs no round trip of its own).
-HEAD_SQL = "SELECT seq, hash FROM evidence WHERE agreement_id = ? ORDER BY seq DESC LIMIT 1"
+# lock (alone, or joined into a caller's statement so the head costs no round trip of its own). The
+# chain is in two tables (store migration 15): the `evidence` rows, and the links on the event rows, of
+# which the latest event's is the last (events are chained in commit order). Binds the agreement's id
+# twice (`head_params`).
+HEAD_SQL = (
+    "SELECT seq, hash FROM ("
+    "SELECT seq, hash FROM (SELECT seq, hash FROM evidence WHERE agreement_id = ? ORDER BY seq DESC LIMIT 1) r "
+    "UNION ALL SELECT s, h FROM (SELECT evidence_seq AS s, evidence_hash AS h FROM events "
+    "WHERE agreement_id = ? AND evidence_seq IS NOT NULL ORDER BY seq DESC LIMIT 1) v"
+    ") h ORDER BY seq DESC LIMIT 1"
+)
+
+
+def head_params(agreement_id: str) -> tuple[str, str]:
+    """What `HEAD_SQL` binds: the agreement's id, once per table."""
+    return (agreement_id, agreement_id)
 
 
 def evidence_head(seq: object, digest: object) -> tuple[int, str | None]:
@@ -449,7 +463,7 @@ def append_evidence(
     it is read here.
     """
     if head is None:
-        rows = db.query(HEAD_SQL, (agreement_id,))
+        rows = db.query(HEAD_SQL, head_params(agreement_id))
         head = evidence_head(*rows[0]) if rows else evidence_head(None, None)
     digest, statement = evidence_insert(agreement_id, kind, body, head)
     db.execute(*statement)
@@ -468,3 +482,17 @@ def evidence_insert(
     data = canonical_bytes(record)
     digest = hash_bytes(data)
     return digest, (_EVIDENCE_INSERT, (agreement_id, seq, kind, prev, digest, data.decode("utf-8")))
+
+
+def event_record(agreement_id: str, event_id: str, body: Mapping[str, Any], committed_at: int,
+                 outbox: list[str], head: tuple[int, str | None]) -> dict[str, Any]:  # fmt: skip
+    """An event's evidence record: the event row's payload (`body`) and facts, placed after `head`.
+
+    The one definition, used where the event is committed (which stores
+    only the record's place and hash on the event row) and where the chain
+    is walked (which derives the record's bytes from that row again).
+    `outbox` is the event's outbox references in group order.
+    """
+    seq, prev = head
+    return {**body, "event_id": event_id, "committed_at": committed_at, "outbox": outbox,
+            "agreement": agreement_id, "seq": seq, "kind": "event", "prev_hash": prev}  # fmt: skip

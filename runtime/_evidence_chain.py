@@ -32,9 +32,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pactwright.canonical import hash_bytes, load_json
+from pactwright.canonical import canonical_bytes, hash_bytes, load_json
 from pactwright.errors import PactwrightError
-from pactwright.runtime._agreement import Agreement
+from pactwright.runtime._agreement import Agreement, event_record
 from pactwright.runtime.store._backend import Backend
 
 # The kinds of record the outbox worker appends, one per settled outbox entry.
@@ -106,7 +106,9 @@ def _walk(check: ChainCheck, rows: list[tuple[Any, ...]]) -> set[str]:
             check.problems.append(Problem(code, seq, message))
             flagged.add(seq)
 
-        if seq != expected_seq:
+        if seq < expected_seq:  # a second record at a place already taken (one in each table, or a renumbering)
+            flag("PW584", f"evidence record {seq} appears twice: the chain forks at record {seq}")
+        elif seq != expected_seq:
             missing = f"{expected_seq}" if seq == expected_seq + 1 else f"{expected_seq}..{seq - 1}"
             flag("PW582", f"evidence record {missing} is missing before record {seq}")
         record = _parse(data)
@@ -184,20 +186,77 @@ def _cross_check(check: ChainCheck, agreement: Agreement, events: list[tuple[Any
             flag(None, f"outbox entry `{reference}` is {status} but has no evidence record: records were deleted")
 
 
+def _event_rows(agreement_id: str, events: list[tuple[Any, ...]], outbox: list[tuple[Any, ...]]
+                ) -> list[tuple[Any, ...]]:  # fmt: skip
+    """The chain rows of the events that hold their own link (store migration 15), records derived.
+
+    Each is `(seq, kind, prev_hash, hash, record bytes)` as an `evidence`
+    row would be: the record is `rows.event_record` of the event row and
+    its outbox references, so an edited payload, id, time or reference
+    hashes differently (PW581). A payload that is not canonical JSON is
+    handed on as the record's bytes (PW580).
+    """
+    references: dict[int, list[str]] = {}
+    for event_seq, reference in outbox:
+        references.setdefault(int(event_seq), []).append(str(reference))
+    out: list[tuple[Any, ...]] = []
+    for event_id, payload, seq, committed_at, link_seq, link_prev, link_hash in events:
+        if link_seq is None:
+            continue  # committed before migration 15: its record is an `evidence` row
+        data = _text(payload)
+        body = _parse(data)
+        if body is not None and type(committed_at) is int:
+            prev = None if link_prev is None else str(link_prev)
+            record = event_record(str(agreement_id), str(event_id), body, committed_at,
+                                  references.get(int(seq), []), (int(link_seq), prev))  # fmt: skip
+            data = canonical_bytes(record)
+        out.append((int(link_seq), "event", link_prev, link_hash, data))
+    return out
+
+
+def chain_rows(db: Backend, agreement_id: str) -> list[tuple[Any, ...]]:
+    """The agreement's chain as stored, in sequence order: `(seq, kind, prev_hash, hash, record bytes)` per record.
+
+    The `evidence` rows and, merged in by sequence number, the records of
+    the events that hold their own link (`_event_rows`).
+    """
+    return _chain(db, agreement_id)[0]
+
+
+# The chain's three sources in one statement, so that a reader in a READ COMMITTED transaction (the
+# outbox worker's claim) sees them in one snapshot: a command or a worker committing between two reads
+# would otherwise show a record without its predecessor, or an event without its outbox reference.
+# Per row: source (0 `evidence` row, 1 event row, 2 outbox entry), then that source's columns.
+_CHAIN_SQL = (
+    "SELECT 0, seq, kind, prev_hash, hash, record, NULL, NULL, NULL FROM evidence WHERE agreement_id = ? "
+    "UNION ALL SELECT 1, evidence_seq, NULL, evidence_prev, evidence_hash, payload, event_id, committed_at, seq "
+    "FROM events WHERE agreement_id = ? "
+    "UNION ALL SELECT 2, event_seq, NULL, NULL, NULL, reference, NULL, NULL, group_index "
+    "FROM outbox WHERE agreement_id = ?"
+)
+
+
+def _chain(db: Backend, agreement_id: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """(`chain_rows`, the agreement's event rows in sequence order as `_event_rows` reads them)."""
+    found = db.query(_CHAIN_SQL, (agreement_id, agreement_id, agreement_id))
+    stored = sorted((tuple(r[1:6]) for r in found if r[0] == 0), key=lambda row: int(row[0]))
+    events = sorted(((r[6], r[5], r[8], r[7], r[1], r[3], r[4]) for r in found if r[0] == 1), key=lambda e: int(e[2]))
+    entries = sorted((int(r[1]), int(r[8]), r[5]) for r in found if r[0] == 2)  # (event, group, reference)
+    outbox = [(event_seq, reference) for event_seq, _, reference in entries]
+    rows = sorted([*stored, *_event_rows(agreement_id, events, outbox)], key=lambda row: int(row[0]))
+    return rows, events
+
+
 def check_chain(db: Backend, agreement: Agreement, expect_head: str | None = None) -> ChainCheck:
-    """Walk the agreement's evidence in sequence order and cross-check it; never raises for tampering."""
+    """Walk the agreement's evidence (`chain_rows`) in sequence order and cross-check it; never raises for tampering."""
     check = ChainCheck(agreement.id)
-    rows = db.query(
-        "SELECT seq, kind, prev_hash, hash, record FROM evidence WHERE agreement_id = ? ORDER BY seq",
-        (agreement.id,),
-    )
+    rows, events = _chain(db, agreement.id)
     check.count = len(rows)
     if not rows:
         check.problems.append(Problem("PW588", None, f"agreement `{agreement.id}` has no evidence records"))
         return check
     check.head = str(rows[-1][3])
-    named = _walk(check, [tuple(r) for r in rows])
-    events = db.query("SELECT event_id, payload FROM events WHERE agreement_id = ? ORDER BY seq", (agreement.id,))
+    named = _walk(check, rows)
     settled = {
         str(reference): (str(status), None if delivered is None else _parse(_text(delivered), canonical=False))
         for reference, status, delivered in db.query(
@@ -206,9 +265,30 @@ def check_chain(db: Backend, agreement: Agreement, expect_head: str | None = Non
             (agreement.id,),
         )
     }
-    _cross_check(check, agreement, [tuple(e) for e in events], settled, named)
+    _cross_check(check, agreement, [(e[0], e[1]) for e in events], settled, named)
+    # The agreement row may have been read before a later command committed (the outbox worker reads it
+    # first, in READ COMMITTED): the log may hold more events than its version counts, never fewer.
+    logged = [int(e[2]) for e in events]
+    if logged != list(range(1, max(agreement.version, len(logged)) + 1)):
+        check.problems.append(Problem("PW586", None, f"agreement `{agreement.id}` is at version "
+                                      f"{agreement.version}, but its event log holds events "
+                                      f"{_ranges(logged) or 'none'}: events were deleted or added"))  # fmt: skip
     if expect_head is not None and check.head != expect_head:
         check.problems.append(
             Problem("PW587", len(rows) - 1, f"the chain ends at {check.head}, not at the recorded head {expect_head}")
         )
     return check
+
+
+def _ranges(numbers: list[int]) -> str:
+    """`1..3, 5` for [1, 2, 3, 5]: the event numbers a log holds, in its order."""
+    parts: list[str] = []
+    start = prev = None
+    for n in [*numbers, None]:
+        if start is not None and (n is None or prev is None or n != prev + 1):
+            parts.append(str(start) if start == prev else f"{start}..{prev}")
+            start = None
+        if n is not None and start is None:
+            start = n
+        prev = n
+    return ", ".join(parts)

@@ -5,7 +5,9 @@ event's actor and commit time, each ledger reference's postings and status,
 each effect call's amount, phase and provider reference, and who approved
 what. Those facts live in the agreement row and in the events, outbox,
 effects, approvals and approval_requests tables, which the chain does not
-hash. So each is replayed here from the records that do hold them (the
+hash (since store migration 15 an event row's payload, id and commit time,
+and its outbox references, are what its record is derived from; its other
+columns and every other row are not). So each is replayed here from the records that do hold them (the
 `opened` record, the `event` records, the outbox worker's `delivered` and
 `quarantined` records, the effect worker's `effect_*` records, the
 operator's `effect_resolved`, the `approval_*` records) and compared with

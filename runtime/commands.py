@@ -17,7 +17,8 @@ with) gives the same postings. A transition that needs an approval nobody
 granted is parked as an approval request with its preview
 (runtime/approvals.py); otherwise the event, the outbox rows with the
 expected postings, the effect rows, the new state, the idempotency key and
-an evidence record are committed together. Every refusal is a
+the event's evidence record (its place and hash on the event row, whose
+bytes it is derived from) are committed together. Every refusal is a
 `CommandError` (PW501-PW528, PW530, PW603) raised before anything is written.
 """
 
@@ -392,13 +393,13 @@ def run_in(store: Store, db: Backend, agreement_id: str, command: Command, now: 
     # are written only under this row lock, so neither changes before this transaction ends.
     # The bundle is loaded (on PostgreSQL in the same round trip) and re-verified whether or not it is used.
     if db.name == "sqlite":  # the transaction's BEGIN IMMEDIATE is the lock: one read for all three
-        agreement, found = rows.read_joined(db, agreement_id, _KEY_AND_HEAD, (key, agreement_id),
+        agreement, found = rows.read_joined(db, agreement_id, _KEY_AND_HEAD, (key, *rows.head_params(agreement_id)),
                                             _KEY_AND_HEAD_COLUMNS)  # fmt: skip
         bundle = rows.load_bundle(store, db, agreement, rows.EXECUTED)
     else:
         agreement = rows.read(db, agreement_id, lock=True)
         bundle, answers = rows.load_bundle_with(
-            store, db, agreement, rows.EXECUTED, ((_AFTER_LOCK, (agreement_id, key, agreement_id)),)
+            store, db, agreement, rows.EXECUTED, ((_AFTER_LOCK, (agreement_id, key, *rows.head_params(agreement_id))),)
         )
         found = answers[0][0]
     # Commit time never goes back within an agreement: a clock that regressed commits at the last
@@ -584,12 +585,20 @@ def _writes(before: Agreement, after: Agreement, result: SubmitResult, spec: Map
             payload: dict[str, Any], body: dict[str, Any], digest: str, key: str, variables: dict[str, str] | None,
             expected: list[dict[str, str]], approval_id: str | None, head: tuple[int, str | None]
             ) -> list[tuple[str, tuple[Any, ...]]]:  # fmt: skip
-    """The command's rows, one statement per table: event (with its key), outbox, approvals, agreement, evidence."""
+    """The command's rows, one statement per table: event (with its key and evidence link), outbox, approvals,
+    agreement.
+
+    The event's evidence record is not written out: its bytes are the event row's (`rows.event_record`),
+    and the row holds its place in the chain and its hash.
+    """
+    record = rows.event_record(before.id, result.event_id, body, result.committed_at, list(result.outbox), head)
     out: list[tuple[str, tuple[Any, ...]]] = [(
         "INSERT INTO events (agreement_id, seq, event_id, transition, actor_role, actor_party, committed_at, "
-        "payload_digest, payload, idempotency_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "payload_digest, payload, idempotency_key, evidence_seq, evidence_prev, evidence_hash) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (before.id, result.seq, result.event_id, result.transition, payload["actor"]["role"],
-         payload["actor"]["party"], result.committed_at, digest, _text(body), key),
+         payload["actor"]["party"], result.committed_at, digest, _text(body), key, head[0], head[1],
+         hash_bytes(canonical_bytes(record))),
     )]  # fmt: skip
     if variables is not None:
         out.append((
@@ -606,8 +615,6 @@ def _writes(before: Agreement, after: Agreement, result: SubmitResult, spec: Map
             (result.event_id, result.committed_at, approval_id, approval_id + "/%"),
         ))  # fmt: skip
     out.append(rows.update(after))
-    out.append(rows.evidence_insert(before.id, "event", {"event_id": result.event_id, "seq": result.seq, **body,
-               "committed_at": result.committed_at, "outbox": list(result.outbox)}, head)[1])  # fmt: skip
     return out
 
 

@@ -281,7 +281,7 @@ class Worker:
         with self.store.transaction(write=True, exclusive=False) as db:
             _lock_agreement(db, claim.agreement_id)
             # After the lock, in one statement: the entry's status and the evidence chain's head.
-            current = db.query(_STATUS_AND_HEAD, (claim.agreement_id, claim.reference))
+            current = db.query(_STATUS_AND_HEAD, (*rows.head_params(claim.agreement_id), claim.reference))
             if not current or current[0][0] != "pending":
                 return Outcome(claim.reference, "skipped", claim.attempts)  # another worker finished it
             error = None if code is None else f"{code}: {message}"

@@ -319,33 +319,38 @@ def test_the_counted_size_never_passes_the_budget_in_one_thread(monkeypatch: pyt
 
 _TAMPER = r"""
 import sys
-from pactwright.canonical import canonical_bytes, hash_bytes, load_json
+from pactwright.canonical import canonical_bytes, hash_bytes
+from pactwright.runtime._evidence_chain import chain_rows
 from pactwright.runtime.store import open_store
+from tests import _chain_tamper as chain
 
 url = sys.argv[1]
 with open_store(url) as store, store.transaction() as db:
-    def record(agreement_id, seq):
-        row = db.query("SELECT record, hash FROM evidence WHERE agreement_id = ? AND seq = ?", (agreement_id, seq))
-        return str(row[0][0]), str(row[0][1])
+    # Record 1 is the fund event's: its event row (store migration 15), the record's bytes derived from it.
+    def payload(agreement_id):
+        row = db.query("SELECT payload FROM events WHERE agreement_id = ? AND evidence_seq = 1", (agreement_id,))
+        return str(row[0][0])
 
-    def put(agreement_id, seq, text, digest):
-        db.execute("UPDATE evidence SET record = ?, hash = ? WHERE agreement_id = ? AND seq = ?",
-                   (text, digest, agreement_id, seq))
+    def put(agreement_id, text, digest):
+        db.execute("UPDATE events SET payload = ?, evidence_hash = ? WHERE agreement_id = ? AND evidence_seq = 1",
+                   (text, digest, agreement_id))
 
-    # edited: another amount, the hash column left as it was
-    text, digest = record("edit", 1)
+    def stored_hash(agreement_id):
+        return next(str(row[3]) for row in chain_rows(db, agreement_id) if int(row[0]) == 1)
+
+    # edited: another amount, the hash left as it was
+    text = payload("edit")
     assert '"amount":"6490"' in text
-    put("edit", 1, text.replace('"amount":"6490"', '"amount":"649000"'), digest)
-    # edited and re-hashed: the record is canonical again and hashes to its column
-    text, _ = record("rehash", 1)
-    data = canonical_bytes(load_json(text.encode(), require_canonical=True)).replace(b'"6490"', b'"649000"')
-    put("rehash", 1, data.decode(), hash_bytes(data))
-    # padded: the same record with a space, the hash column recomputed
-    text, _ = record("pad", 1)
-    put("pad", 1, text + " ", hash_bytes((text + " ").encode()))
-    # spliced: the bytes and hash of a record the worker has already walked (agreement `src`, seq 1)
-    text, digest = record("src", 1)
-    put("splice", 1, text, digest)
+    put("edit", text.replace('"amount":"6490"', '"amount":"649000"'), stored_hash("edit"))
+    # edited and re-hashed: the record is canonical again and hashes to its link
+    record = chain.record_at(db, 1, "rehash")
+    record["postings"][0]["amount"] = "649000"
+    chain.write(db, record, hash_bytes(canonical_bytes(record)), agreement_id="rehash")
+    # padded: the same payload with a space, the hash recomputed over the bytes the chain now reads
+    text = payload("pad") + " "
+    put("pad", text, hash_bytes(text.encode()))
+    # spliced: the payload, time and link of a record the worker has already walked (agreement `src`, seq 1)
+    chain.write(db, chain.record_at(db, 1, "src"), stored_hash("src"), agreement_id="splice")
 print("tampered")
 """
 
@@ -370,11 +375,11 @@ def test_a_worker_that_walked_the_clean_chains_still_quarantines_every_later_tam
 ) -> None:
     """One Worker object delivers the fund entry of six agreements (walking every chain, so each record's
     bytes are remembered in this process), `evidence verify` walks them again here, and the rest of each
-    agreement is committed. Another OS process then edits record 1 of four of them (edited; edited and
-    re-hashed; padded and re-hashed; replaced by the bytes and hash of a record this process already
-    remembered). The same Worker drains again: each tampered release is quarantined with PW564 and nothing
-    of it reaches the ledger, the two clean ones are delivered, and `evidence verify` here names exactly the
-    problems a fresh process names."""
+    agreement is committed. Another OS process then edits record 1 of four of them, the fund event's row
+    (edited; edited and re-hashed; padded and re-hashed; replaced by the payload, time and link of a record
+    this process already remembered). The same Worker drains again: each tampered release is quarantined
+    with PW564 and nothing of it reaches the ledger, the two clean ones are delivered, and `evidence verify`
+    here names exactly the problems a fresh process names."""
     ids = _TAMPERED + _CLEAN
     with environment(backend, tmp_path) as url:
         with open_store(url) as store, open_ledger(None, url) as ledger:
@@ -415,11 +420,16 @@ def test_a_worker_that_walked_the_clean_chains_still_quarantines_every_later_tam
         fresh = {a: _fresh_process_problems(url, a) for a in ids}
         assert here == fresh
         assert fresh["src"] == fresh["quiet"] == []
+        # Record 1 is its event row (store migration 15), its bytes derived from the row: a re-hashed edit is the
+        # event log's too, so no record disagrees with the log (PW586 at 1 before); the spliced payload and link
+        # derive a record naming this agreement, its event and its outbox entry, which does not hash to `src`'s
+        # hash (PW581 at 1, where the spliced record linked after `src`'s record 0 before: PW584 at 1, and its
+        # event `splice/1` had no record: PW586).
         assert fresh == {
             "edit": [("PW581", 1)],
-            "rehash": [("PW584", 2), ("PW586", 1)],
+            "rehash": [("PW584", 2)],
             "pad": [("PW580", 1), ("PW584", 2), ("PW586", None)],
-            "splice": [("PW584", 1), ("PW584", 2), ("PW586", None)],
+            "splice": [("PW581", 1), ("PW584", 2)],
             "src": [],
             "quiet": [],
         }

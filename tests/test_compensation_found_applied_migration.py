@@ -16,6 +16,7 @@ import pytest
 
 from pactwright.runtime.store import open_store
 from pactwright.runtime.store._migrations import LATEST
+from tests._chain_tamper import undo_event_links
 from tests.signed_bundles import BACKENDS
 from tests.test_evidence_replay_attacks import (
     SEQUENCES,
@@ -43,11 +44,13 @@ def test_a_store_left_in_compensation_required_is_repaired_by_migration_10(
         _verifies(store)
         with store.transaction(exclusive=False) as db:  # the rows as the code before migration 10 left them
             db.execute("UPDATE effects SET phase = 'compensation_required' WHERE id = 'a1/1/e0'")
-            db.execute("DELETE FROM schema_migrations WHERE version >= 10")  # made before 10 (and 11)
-        assert store.schema_version() == 9
         assert _phases(store)[0] == ("1/e0", "compensation_required", 0)
         assert _problems(store) == [("PW586", None, "effect call `a1/1/e0` disagrees with its evidence records on "
                                                     "phase")]  # fmt: skip
+        with store.transaction(exclusive=False) as db:
+            undo_event_links(db)  # made before migration 15 too
+            db.execute("DELETE FROM schema_migrations WHERE version >= 10")  # made before 10 (and 11)
+        assert store.schema_version() == 9
         with open_store(url) as migrated:
             assert migrated.schema_version() == LATEST
             assert _phases(migrated)[0] == ("1/e0", "compensated", 0)

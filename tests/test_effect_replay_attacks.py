@@ -42,6 +42,7 @@ from pactwright.runtime import TestClock
 from pactwright.runtime.effect_ops import abandon, list_effects, reconcile
 from pactwright.runtime.effect_worker import EffectWorker
 from pactwright.runtime.store import Store, open_store
+from tests._chain_tamper import undo_event_links
 from tests.signed_bundles import BACKENDS
 from tests.test_budget_inflight_attacks import PROVIDER, _adapter_for, _any_store, _open, _submit
 from tests.test_evidence_replay_attacks import (
@@ -492,6 +493,7 @@ def test_a_store_through_migration_10_with_calls_in_flight_refuses_nothing(backe
         assert _phases(store, "a2")[0] == ("1/e0", "dispatched", 0)
         with store.transaction(exclusive=False) as db:  # the rows as the release before 10 left them
             db.execute("UPDATE effects SET phase = 'compensation_required' WHERE id = 'a1/1/e0'")
+            undo_event_links(db)  # made before migration 15 too
             db.execute("DELETE FROM schema_migrations WHERE version >= 10")  # made before 10 (and 11)
         with open_store(url) as migrated:
             assert _phases(migrated, "a1")[0] == ("1/e0", "compensated", 0)

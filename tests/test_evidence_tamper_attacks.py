@@ -8,6 +8,14 @@ that helps. `verify_evidence` (and `pactwright evidence verify`) must then
 name the change, or the change must be one the docs say only a head hash
 kept outside the store can reveal.
 
+Since store migration 15 an event's evidence record is not an `evidence`
+row: the event row holds its place in the chain (`evidence_seq`,
+`evidence_prev`, `evidence_hash`) and the record's bytes are derived from
+the row and its outbox references. The record and the event row are one, so
+attacks on an event's record edit its event row (tests/_chain_tamper.py),
+an edit of an event row that is not re-hashed is an edited record (PW581),
+and an event row deleted is a record deleted (PW582, or PW586 for the tail).
+
 Attacks that are caught assert the exact problems. The changes in the
 section "Changes verify once missed" went unseen until the tables the
 evidence speaks from were replayed from the records and compared
@@ -28,11 +36,13 @@ from pactwright.canonical import canonical_bytes, hash_bytes
 from pactwright.cli.main import main
 from pactwright.errors import StoreError
 from pactwright.runtime import TestClock, open_agreement, show, submit
+from pactwright.runtime._evidence_chain import chain_rows
 from pactwright.runtime.evidence import evidence, verify_evidence
 from pactwright.runtime.ledger_db import open_ledger
 from pactwright.runtime.store import Store, open_store
 from pactwright.runtime.store._backend import Backend
 from pactwright.runtime.worker import Worker
+from tests import _chain_tamper as chain_tamper
 from tests.signed_bundles import BACKENDS, PACT_ID, POSTGRES_URL
 from tests.test_runtime_worker import OTHER_PROGRAM, environment
 
@@ -87,37 +97,39 @@ def _tamper(url: str, edit: Callable[[Backend], None]) -> None:
 
 
 def _records(db: Backend, agreement_id: str = "a1") -> list[dict[str, Any]]:
-    rows = db.query("SELECT record FROM evidence WHERE agreement_id = ? ORDER BY seq", (agreement_id,))
-    return [json.loads(str(r[0])) for r in rows]
+    """The chain's records in sequence order, event records derived from their event rows (store migration 15)."""
+    return chain_tamper.records(db, agreement_id)
 
 
 def _rehash_from(db: Backend, start: int, edit: Callable[[dict[str, Any]], None], agreement_id: str = "a1") -> None:
-    """Edit record `start`, then re-hash it and every later record so that each follows its predecessor."""
-    found = db.query("SELECT hash FROM evidence WHERE agreement_id = ? AND seq = ?", (agreement_id, start - 1))
-    prev = str(found[0][0]) if found else None
-    for record in _records(db, agreement_id)[start:]:
-        if record["seq"] == start:
-            edit(record)
-        record["prev_hash"] = prev
-        data = canonical_bytes(record)
-        prev = hash_bytes(data)
-        db.execute(
-            "UPDATE evidence SET record = ?, hash = ?, prev_hash = ?, kind = ? WHERE agreement_id = ? AND seq = ?",
-            (data.decode(), prev, record["prev_hash"], record["kind"], agreement_id, record["seq"]),
-        )
+    """Edit record `start` where it is stored, then re-hash it and every later record so that each follows its
+    predecessor (an event's record is written to its event row's payload and link)."""
+    chain_tamper.rehash_from(db, start, edit, agreement_id)
 
 
 def _append(db: Backend, record: dict[str, Any], agreement_id: str = "a1") -> None:
-    """Append `record` as the next, correctly chained and hashed, record of `agreement_id`."""
-    seq, head = db.query(
-        "SELECT seq, hash FROM evidence WHERE agreement_id = ? ORDER BY seq DESC LIMIT 1", (agreement_id,)
-    )[0]
-    record = {**record, "seq": int(seq) + 1, "prev_hash": str(head)}
-    data = canonical_bytes(record)
-    db.execute(
-        "INSERT INTO evidence (agreement_id, seq, kind, prev_hash, hash, record) VALUES (?, ?, ?, ?, ?, ?)",
-        (agreement_id, int(seq) + 1, record["kind"], str(head), hash_bytes(data), data.decode()),
-    )
+    """Append `record` as the next, correctly chained and hashed, `evidence` row of `agreement_id`."""
+    chain_tamper.append(db, record, agreement_id)
+
+
+def _chain_hashes(url: str, agreement_id: str = "a1") -> tuple[dict[int, str], dict[int, str]]:
+    """Per record number, the hash stored for the record and the hash of its bytes as stored or derived now."""
+    with open_store(url) as store, store.transaction(write=False) as db:
+        rows = chain_rows(db, agreement_id)
+    data = {int(r[0]): r[4].encode() if isinstance(r[4], str) else bytes(r[4]) for r in rows}
+    return {int(r[0]): str(r[3]) for r in rows}, {seq: hash_bytes(raw) for seq, raw in data.items()}
+
+
+def _edited(seq: int) -> str:
+    """PW581's message for record `seq`, to fill with `_filled` (the record's stored hash is taken before the edit)."""
+    return f"evidence record {seq} was edited: its bytes hash to {{now[{seq}]}}, not {{before[{seq}]}}"
+
+
+def _filled(url: str, expected: list[tuple[str, int | None, str]], before: dict[int, str],
+            agreement_id: str = "a1") -> list[tuple[str, int | None, str]]:  # fmt: skip
+    """`expected` with the hashes of `_edited` messages filled in: stored before the edit, of the bytes now."""
+    now = _chain_hashes(url, agreement_id)[1]
+    return [(code, seq, message.format(before=before, now=now)) for code, seq, message in expected]
 
 
 def _problems(url: str, agreement_id: str = "a1", head: str | None = None) -> list[tuple[str, int | None, str]]:
@@ -159,7 +171,7 @@ def _foreign_record(db: Backend) -> None:
 
 def _spliced_event(db: Backend) -> None:
     """A copy of the release record, renumbered as an event a1/4 that was never committed."""
-    _append(db, {**_records(db)[3], "event_id": "a1/4"})
+    _append(db, {**chain_tamper.record_at(db, 3), "event_id": "a1/4"})
 
 
 def _set(field: str, value: Any) -> Callable[[dict[str, Any]], None]:
@@ -173,20 +185,23 @@ def _first_posting_amount(record: dict[str, Any]) -> None:
 # Tampering that verify names ----------------------------------------------------------
 
 P = "PW586"
+# An event's record is derived from its event row (store migration 15): an event row edited without
+# re-hashing is an edited record (PW581, where the record and the row once disagreed, PW586), and an event
+# row deleted is a record deleted. An event's record edited and re-hashed through the end rewrites the event
+# row with it; the agreement row, the outbox and the event row's own columns still disagree.
 DETECTED: list[tuple[str, Callable[[Backend], None], list[tuple[str, int | None, str]]]] = [
     ("event payload postings edited",
      lambda db: db.execute("UPDATE events SET payload = REPLACE(payload, '\"6490\"', '\"6400\"') "
                            "WHERE event_id = 'a1/1'"),
-     [(P, 1, "evidence record 1 disagrees with event `a1/1` on postings")]),
+     [("PW581", 1, _edited(1))]),
     ("event payload actor edited",
      lambda db: db.execute("UPDATE events SET payload = REPLACE(payload, '\"alice\"', '\"mallory\"') "
                            "WHERE event_id = 'a1/3'"),
-     [(P, 3, "evidence record 3 disagrees with event `a1/3` on command")]),
+     [("PW581", 3, _edited(3))]),
     ("middle event deleted", lambda db: db.execute("DELETE FROM events WHERE event_id = 'a1/2'"),
-     [(P, 2, "evidence record 2 is of event `a1/2`, which the event log does not hold")]),
-    ("events reordered", _swap_events,
-     [(P, 1, "evidence record 1 disagrees with event `a1/1` on command, from, to, postings, stamps"),
-      (P, 2, "evidence record 2 disagrees with event `a1/2` on command, from, to, postings, stamps")]),
+     [("PW582", 3, "evidence record 2 is missing before record 3"),
+      (P, None, "agreement `a1` is at version 3, but its event log holds events 1, 3: events were deleted or added")]),
+    ("events reordered", _swap_events, [("PW581", 1, _edited(1)), ("PW581", 2, _edited(2))]),
     ("delivered entry set back to pending",
      lambda db: db.execute("UPDATE outbox SET status = 'pending', delivered_postings = NULL "
                            "WHERE reference = 'a1/3/0'"),
@@ -214,11 +229,12 @@ DETECTED: list[tuple[str, Callable[[Backend], None], list[tuple[str, int | None,
      [(P, 0, "the `opened` record 0 disagrees with agreement `a1` as stored")]),
     ("event record edited and re-hashed through the end",
      lambda db: _rehash_from(db, 1, _first_posting_amount),
-     [(P, 1, "evidence record 1 disagrees with event `a1/1` on postings")]),
+     [(P, None, "agreement `a1` as stored disagrees with its evidence records on balances"),
+      (P, 1, "outbox entry `a1/1/0` disagrees with evidence record 1 on its expected postings")]),
     ("event record's actor edited and re-hashed through the end",
      lambda db: _rehash_from(db, 3, _set("command", {"actor": {"party": "mallory", "role": "buyer"}, "params": {},
                                                      "transition": "release"})),
-     [(P, 3, "evidence record 3 disagrees with event `a1/3` on command")]),
+     [(P, 3, "event `a1/3` in the event log disagrees with evidence record 3 on actor, payload_digest")]),
     ("last delivery record edited and re-hashed",
      lambda db: _rehash_from(db, 5, _first_posting_amount),
      [(P, 5, "evidence record 5 disagrees with the outbox on the postings delivered under `a1/3/0`")]),
@@ -231,7 +247,9 @@ def test_tampering_after_a_normal_run_is_named_exactly(
     capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
     _delivered(url)
+    before = _chain_hashes(url)[0]
     _tamper(url, edit)
+    expected = _filled(url, expected, before)
     assert _problems(url) == expected, what
     with open_store(url) as store:
         assert not evidence(store, "a1").chain.ok
@@ -267,7 +285,7 @@ def test_a_fork_is_refused_by_the_store_and_leaves_the_chain_intact(url: str) ->
     with open_store(url) as store:
         before = store.dump()["evidence"]
         with store.transaction(write=False) as db:
-            record = {**_records(db)[5], "at": T0 + 201}
+            record = {**chain_tamper.record_at(db, 5), "at": T0 + 201}
     data = canonical_bytes(record)
     fork = ("a1", 5, "delivered", record["prev_hash"], hash_bytes(data), data.decode())
     with pytest.raises(StoreError) as refused:
@@ -344,10 +362,10 @@ def test_a_consistently_truncated_history_verifies_alone_and_fails_against_the_r
     latest = _head(url)  # recorded outside the store after the last command
 
     def cut(db: Backend) -> None:
-        """The release undone everywhere: its outbox entry, event and record, and the agreement row."""
+        """The release undone everywhere: its outbox entry, its event (whose row holds its record since store
+        migration 15), and the agreement row."""
         db.execute("DELETE FROM outbox WHERE reference = 'a1/3/0'")
         db.execute("DELETE FROM events WHERE event_id = 'a1/3'")
-        db.execute("DELETE FROM evidence WHERE agreement_id = 'a1' AND seq = 3")
         db.execute(f"UPDATE agreements SET {', '.join(c + ' = ?' for c in ROLLED_BACK.split(', '))} "  # noqa: S608
                    "WHERE id = 'a1'", tuple(before))  # fmt: skip
 
@@ -366,6 +384,7 @@ ROLLED_BACK = "state, version, stamps, fired, balances, reached, approved, updat
 
 def test_event_log_columns_edited(url: str) -> None:
     _delivered(url)
+    before = _chain_hashes(url)[0]
     _tamper(
         url,
         lambda db: db.execute(
@@ -375,18 +394,20 @@ def test_event_log_columns_edited(url: str) -> None:
     with open_store(url) as store:
         last = show(store, "a1").last_events[-1]
     assert (last["actor"], last["committed_at"]) == ("buyer:mallory", T0 + 120 + 86400)
-    assert _problems(url) == [("PW586", 3, "event `a1/3` in the event log disagrees with evidence record 3 on actor, "
-                                           "committed_at")]  # fmt: skip
+    # The event's record is derived from its row (store migration 15): its commit time is the row's, so the
+    # record no longer hashes to the hash the row holds.
+    assert _problems(url) == _filled(url, [("PW581", 3, _edited(3))], before)
 
 
 def test_commit_time_rewritten_in_the_chain_alone(url: str) -> None:
     _delivered(url)
     _tamper(url, lambda db: _rehash_from(db, 3, _set("committed_at", T0 + 120 + 86400)))
+    # Since store migration 15 the record's commit time is its event row's: rewriting it in the chain rewrites
+    # the event log too, and the agreement row's last update is what still tells.
     with open_store(url) as store, store.transaction(write=False) as db:
-        assert db.query("SELECT committed_at FROM events WHERE event_id = 'a1/3'")[0][0] == T0 + 120
+        assert db.query("SELECT committed_at FROM events WHERE event_id = 'a1/3'")[0][0] == T0 + 120 + 86400
     assert _problems(url) == [
         ("PW586", None, "agreement `a1` as stored disagrees with its evidence records on updated_at"),
-        ("PW586", 3, "event `a1/3` in the event log disagrees with evidence record 3 on committed_at"),
     ]
 
 
@@ -417,16 +438,16 @@ def test_last_event_cut_while_the_agreement_row_keeps_it(url: str) -> None:
     _committed(url)
 
     def cut(db: Backend) -> None:
+        """The outbox entry and the event, whose row holds its evidence record (store migration 15)."""
         db.execute("DELETE FROM outbox WHERE reference = 'a1/3/0'")
         db.execute("DELETE FROM events WHERE event_id = 'a1/3'")
-        db.execute("DELETE FROM evidence WHERE agreement_id = 'a1' AND seq = 3")
 
     _tamper(url, cut)
     with open_store(url) as store:
         claim = evidence(store, "a1").doc["claim"]
     assert [e["transition"] for e in claim["events"]] == ["fund", "deliver"]
-    assert _problems(url) == [("PW586", None, "agreement `a1` as stored disagrees with its evidence records on "
-                                              "state, version, fired, balances, reached, updated_at")]  # fmt: skip
+    assert _problems(url) == [("PW586", None, "agreement `a1` is at version 3, but its event log holds events 1..2: "
+                                              "events were deleted or added")]  # fmt: skip
 
 
 def test_expected_postings_edited_on_a_delivered_entry(url: str) -> None:
@@ -444,12 +465,14 @@ def test_expected_postings_edited_on_a_delivered_entry(url: str) -> None:
 
 def test_pending_entry_deleted(url: str) -> None:
     _committed(url)
+    before = _chain_hashes(url)[0]
     _tamper(url, lambda db: db.execute("DELETE FROM outbox WHERE reference = 'a1/3/0'"))
+    # An event's record lists its outbox references as the outbox holds them (store migration 15): without the
+    # entry, record 3 no longer hashes to the hash its event row holds, and the claim leaves the event out.
     with open_store(url) as store:
         doc = evidence(store, "a1").doc
-    assert {p["reference"] for p in doc["claim"]["events"][2]["postings"]} == {None}
-    assert _problems(url) == [("PW586", 3, "evidence record 3 lists outbox entry `a1/3/0`, which the outbox does "
-                                           "not hold")]  # fmt: skip
+    assert [e["transition"] for e in doc["claim"]["events"]] == ["fund", "deliver"]
+    assert _problems(url) == _filled(url, [("PW581", 3, _edited(3))], before)
 
 
 def _quarantine_first_delivery(url: str) -> None:
@@ -575,6 +598,7 @@ def test_the_refund_claim_before_any_tampering(refunded: tuple[str, list[dict[st
 
 def test_refund_event_payload_edited_is_named(refunded: tuple[str, list[dict[str, Any]]]) -> None:
     store_url, _ = refunded
+    before = _chain_hashes(store_url, "r1")[0]
     _tamper(
         store_url,
         lambda db: db.execute(
@@ -582,7 +606,8 @@ def test_refund_event_payload_edited_is_named(refunded: tuple[str, list[dict[str
             "WHERE event_id = 'r1/2'"
         ),
     )
-    assert _problems(store_url, "r1") == [(P, 3, "evidence record 3 disagrees with event `r1/2` on postings, effects")]
+    # The event's record is derived from its payload (store migration 15), so the edit is an edited record.
+    assert _problems(store_url, "r1") == _filled(store_url, [("PW581", 3, _edited(3))], before, "r1")
 
 
 EFFECT_EDITS = [

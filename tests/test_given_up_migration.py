@@ -19,6 +19,7 @@ from pactwright.runtime import TestClock
 from pactwright.runtime.effect_worker import EffectWorker
 from pactwright.runtime.store import open_store
 from pactwright.runtime.store._migrations import LATEST
+from tests._chain_tamper import undo_event_links
 from tests.signed_bundles import BACKENDS
 from tests.test_effect_replay_attacks import _refused, _run, _sent, _three
 from tests.test_evidence_replay_attacks import SEQUENCES, _phases, _play, _policy, _problems, _running, _verifies
@@ -38,10 +39,12 @@ def test_an_earlier_call_left_acknowledged_is_undone_after_migration_11(backend:
                               ("1/e2", "prepared", 0)]  # fmt: skip
         with store.transaction(exclusive=False) as db:  # the rows as releases before 11 left them
             db.execute("UPDATE effects SET phase = 'acknowledged' WHERE id = 'a1/1/e0'")
-            db.execute("DELETE FROM schema_migrations WHERE version >= 11")
-        assert store.schema_version() == 10
         assert _problems(store) == [("PW586", None, "effect call `a1/1/e0` disagrees with its evidence records on "
                                                     "phase")]  # fmt: skip
+        with store.transaction(exclusive=False) as db:
+            undo_event_links(db)  # made before migration 15 too
+            db.execute("DELETE FROM schema_migrations WHERE version >= 11")
+        assert store.schema_version() == 10
         with open_store(url) as migrated:
             assert migrated.schema_version() == LATEST
             assert _phases(migrated) == legitimate
@@ -68,6 +71,7 @@ def test_migration_11_leaves_every_row_of_a_legitimate_history_as_it_is(backend:
         with store.transaction(write=False) as db:
             before = db.query("SELECT * FROM effects ORDER BY id")
         with store.transaction(exclusive=False) as db:
+            undo_event_links(db)  # made before migration 15 too
             db.execute("DELETE FROM schema_migrations WHERE version >= 11")
         with open_store(url) as migrated:
             assert migrated.schema_version() == LATEST

@@ -41,6 +41,7 @@ import pytest
 from pactwright.runtime import TestClock
 from pactwright.runtime.effect_worker import EffectWorker
 from pactwright.runtime.store import Store, open_store
+from tests._chain_tamper import undo_event_links
 from tests.test_budget_inflight_attacks import PROVIDER, _adapter_for, _any_store, _open, _submit
 from tests.test_effect_replay_attacks import _clean, _refused, _run, _three
 from tests.test_evidence_replay_attacks import PARAMS, _operator, _phases, _policy, _verifies
@@ -278,6 +279,7 @@ def test_a_store_from_before_uncertain_compensate_undid_earlier_calls_cancels_th
                                   ("1/e2", "prepared", 0)]  # fmt: skip
         with store.transaction(exclusive=False) as db:  # the rows as releases before 11 left them
             db.execute("UPDATE effects SET phase = 'acknowledged' WHERE id = 'a1/1/e0'")
+            undo_event_links(db)  # made before migration 15 too
             db.execute("DELETE FROM schema_migrations WHERE version >= 10")  # made before migrations 10 and 11
         with open_store(url) as migrated:
             for n in range(5):

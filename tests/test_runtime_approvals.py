@@ -32,6 +32,7 @@ import pytest
 from pactwright.runtime import SubmitResult, TestClock, open_agreement, payload_digest, show, submit
 from pactwright.runtime.activation import FixedClock, activate_files
 from pactwright.runtime.store import Store, open_store
+from tests import _chain_tamper as chain
 from tests.effect_env import settle_calls
 from tests.signed_bundles import BACKENDS, NOW, compile_verified, default_trust, dump, sign, temporary_store
 
@@ -158,9 +159,10 @@ def test_a_granted_approval_commits_and_is_consumed_by_that_event(url: str) -> N
         assert "issue" in view.agreement.approved and view.agreement.balances["customer"] == 2500
         with store.transaction(write=False) as db:
             (payload,) = db.query("SELECT payload FROM events WHERE event_id = ?", (result.event_id,))[0]
-            (record,) = db.query("SELECT record FROM evidence WHERE agreement_id = 'r1' AND kind = 'event' "
-                                 "ORDER BY seq DESC LIMIT 1")[0]  # fmt: skip
-        for doc in (json.loads(payload), json.loads(record)):
+            # The event's record, derived from its event row since store migration 15.
+            record = [r for r in chain.records(db, "r1") if r["kind"] == "event"][-1]
+        assert record["event_id"] == result.event_id
+        for doc in (json.loads(payload), record):
             assert doc["approval"] == approval_id
             assert doc["effects"] == [call]
         # A retry after a lost response is answered from the key: nothing is consumed again.

@@ -27,8 +27,10 @@ import pytest
 from pactwright.cli.main import main
 from pactwright.errors import CommandError, PactwrightError
 from pactwright.runtime import TestClock, Worker, open_agreement, open_ledger, show, submit, verify_evidence
+from pactwright.runtime._evidence_chain import chain_rows
 from pactwright.runtime.activation import FixedClock, activate_files
 from pactwright.runtime.store import open_store
+from tests import _chain_tamper as chain
 from tests.signed_bundles import NOW, PACT_ID, default_trust, dump, signed, temporary_store
 
 T0 = 1780315200  # 2026-06-01T12:00:00Z
@@ -310,17 +312,18 @@ def test_an_outbox_row_marked_delivered_behind_the_workers_back_is_reported(url:
 
 def test_evidence_records_swapped_between_agreements_are_detected(url: str) -> None:
     _funded(url, "a1", "a2")
-    with sqlite3.connect(url) as conn:
-        rows = {a: conn.execute("SELECT kind, prev_hash, hash, record FROM evidence WHERE agreement_id = ? AND seq = 1",
-                                (a,)).fetchone() for a in ("a1", "a2")}  # fmt: skip
-        conn.execute("DELETE FROM evidence WHERE seq = 1")
-        for mine, theirs in (("a1", "a2"), ("a2", "a1")):
-            conn.execute("INSERT INTO evidence (agreement_id, seq, kind, prev_hash, hash, record) "
-                         "VALUES (?, 1, ?, ?, ?, ?)", (mine, *rows[theirs]))  # fmt: skip
     with open_store(url) as store:
+        with store.transaction() as db:
+            rows = {a: (chain.record_at(db, 1, a), str(chain_rows(db, a)[1][3])) for a in ("a1", "a2")}
+            for mine, theirs in (("a1", "a2"), ("a2", "a1")):
+                chain.write(db, *rows[theirs], agreement_id=mine)
+        # Record 1 is the fund event's row (store migration 15): the swapped payload, time and link derive a
+        # record naming this agreement, its event and its outbox entry, which does not hash to the other
+        # agreement's hash (PW581). Before, the swapped record kept its bytes and hash and was caught by its link
+        # or its agreement (PW584, PW585 or PW586).
         for agreement in ("a1", "a2"):
-            codes = {p.code for p in verify_evidence(store, agreement).problems}
-            assert codes & {"PW584", "PW585", "PW586"}, codes
+            problems = [(p.code, p.seq) for p in verify_evidence(store, agreement).problems]
+            assert problems == [("PW581", 1)], problems
 
 
 # Store and ledger URLs -----------------------------------------------------------------------

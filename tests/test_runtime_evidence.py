@@ -1,7 +1,9 @@
 """Evidence on both backends: the claim and its limits, and every kind of tampering with its own code.
 
-Each tampering case edits the `evidence` table directly through the store's
-own connection (as an attacker with database access would), then
+Each tampering case edits the chain where it is stored (`evidence` rows,
+and since store migration 15 the event rows, from which the events' records
+are derived) directly through the store's own connection (as an attacker
+with database access would), then
 `pactwright evidence verify` must exit 1 and name the case's code first.
 """
 
@@ -13,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from pactwright.canonical import hash_bytes
+from pactwright.canonical import canonical_bytes, hash_bytes
 from pactwright.runtime import TestClock, submit
 from pactwright.runtime.evidence import evidence, verify_evidence
 from pactwright.runtime.store import open_store
 from pactwright.runtime.store._backend import Backend
+from tests import _chain_tamper as chain_tamper
 from tests.signed_bundles import PACT_ID, dump, temporary_store
 from tests.test_runtime_commands import T0, _cli, _delivered, url
 
@@ -64,58 +67,84 @@ def test_the_evidence_states_claim_support_and_limits(url: str, capsys: pytest.C
     assert dump(url) == before  # evidence only reads
 
 
-def _rows(db: Backend) -> list[tuple[int, str, str]]:
-    return [(int(s), str(h), str(r)) for s, h, r in
-            db.query("SELECT seq, hash, record FROM evidence WHERE agreement_id = 'a1' ORDER BY seq")]  # fmt: skip
+def _settled(store_url: str, ledger_url: str) -> None:
+    """a1 released and both outbox entries delivered: records 0 `opened` and 4, 5 `delivered` are `evidence`
+    rows; records 1-3 are the events', held by their event rows (store migration 15)."""
+    from pactwright.runtime import Worker
+    from pactwright.runtime.ledger_db import open_ledger
+
+    _released(store_url)
+    with open_store(store_url) as store:
+        ledger = open_ledger(ledger_url, store_url)
+        try:
+            assert [o.status for o in Worker(store, ledger, TestClock(T0 + 200)).drain()] == ["delivered"] * 2
+        finally:
+            ledger.close()
+        assert verify_evidence(store, "a1").ok
 
 
 def _edit_keep_hash(db: Backend) -> None:
-    _, _, record = _rows(db)[1]
-    db.execute("UPDATE evidence SET record = ? WHERE agreement_id = 'a1' AND seq = 1",
-               (record.replace('"6490"', '"6400"'),))  # fmt: skip
+    """Event a1/1's payload (which its record is derived from) edited, its stored hash kept."""
+    db.execute("UPDATE events SET payload = REPLACE(payload, '\"6490\"', '\"6400\"') WHERE event_id = 'a1/1'")
 
 
 def _not_canonical(db: Backend) -> None:
-    _, _, record = _rows(db)[2]
-    db.execute("UPDATE evidence SET record = ? WHERE agreement_id = 'a1' AND seq = 2", (record + " ",))
+    db.execute("UPDATE events SET payload = payload || ' ' WHERE event_id = 'a1/2'")
 
 
 def _rehash(db: Backend, seq: int) -> None:
-    _, _, record = _rows(db)[seq]
-    edited = record.replace('"alice"', '"mallory"', 1)
+    """Record `seq` edited (the buyer's name, or a delivered amount) and re-hashed; the records after it left."""
+    record = chain_tamper.record_at(db, seq)
+    edited = json.loads(json.dumps(record).replace('"alice"', '"mallory"', 1).replace('"5841"', '"5800"', 1))
     assert edited != record
-    db.execute("UPDATE evidence SET record = ?, hash = ? WHERE agreement_id = 'a1' AND seq = ?",
-               (edited, hash_bytes(edited.encode()), seq))  # fmt: skip
+    chain_tamper.write(db, edited, hash_bytes(canonical_bytes(edited)))
 
 
 def _swap(db: Backend) -> None:
-    for old, new in ((1, 100), (2, 1), (100, 2)):
+    """The two `delivered` records exchange their places (rows 4 and 5)."""
+    for old, new in ((4, 100), (5, 4), (100, 5)):
         db.execute("UPDATE evidence SET seq = ? WHERE agreement_id = 'a1' AND seq = ?", (new, old))
+
+
+def _cut_last_event(db: Backend) -> None:
+    """Event a1/3 (`release`) gone with its outbox entry and every record after it: the log ends at 2, the row at 3."""
+    db.execute("DELETE FROM evidence WHERE agreement_id = 'a1' AND seq >= 4")
+    db.execute("DELETE FROM outbox WHERE reference = 'a1/3/0'")
+    db.execute("DELETE FROM events WHERE event_id = 'a1/3'")
+
+
+def _delete_all(db: Backend) -> None:
+    db.execute("DELETE FROM evidence WHERE agreement_id = 'a1'")
+    db.execute("UPDATE events SET evidence_seq = NULL, evidence_prev = NULL, evidence_hash = NULL "
+               "WHERE agreement_id = 'a1'")  # fmt: skip
 
 
 CASES: list[tuple[str, Callable[[Backend], None], str]] = [
     ("record edited in place", _edit_keep_hash, "PW581"),
     ("record bytes re-encoded", _not_canonical, "PW580"),
-    ("middle record deleted", lambda db: db.execute("DELETE FROM evidence WHERE agreement_id = 'a1' AND seq = 1"),
-     "PW582"),
+    ("middle record deleted", lambda db: db.execute("DELETE FROM events WHERE event_id = 'a1/2'"), "PW582"),
     ("first record deleted", lambda db: db.execute("DELETE FROM evidence WHERE agreement_id = 'a1' AND seq = 0"),
      "PW582"),
     ("records reordered", _swap, "PW583"),
     ("record edited and re-hashed", lambda db: _rehash(db, 1), "PW584"),
-    ("row kind changed", lambda db: db.execute("UPDATE evidence SET kind = 'opened' WHERE agreement_id = 'a1' "
-                                               "AND seq = 2"), "PW585"),
-    ("last record deleted", lambda db: db.execute("DELETE FROM evidence WHERE agreement_id = 'a1' AND seq = 3"),
+    ("row kind changed", lambda db: db.execute("UPDATE evidence SET kind = 'delivered' WHERE agreement_id = 'a1' "
+                                               "AND seq = 0"), "PW585"),
+    ("last record deleted", lambda db: db.execute("DELETE FROM evidence WHERE agreement_id = 'a1' AND seq = 5"),
      "PW586"),
-    ("last record edited and re-hashed", lambda db: _rehash(db, 3), "PW586"),
-    ("every record deleted", lambda db: db.execute("DELETE FROM evidence WHERE agreement_id = 'a1'"), "PW588"),
+    ("last record edited and re-hashed", lambda db: _rehash(db, 5), "PW586"),
+    ("last event cut", _cut_last_event, "PW586"),
+    ("every record deleted", _delete_all, "PW588"),
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize(("what", "tamper", "code"), CASES, ids=[c[0] for c in CASES])
 def test_each_kind_of_tampering_is_detected_with_its_own_code(
-    url: str, what: str, tamper: Callable[[Backend], None], code: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    _released(url)
+    url: str, what: str, tamper: Callable[[Backend], None], code: str, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    backend = "postgresql" if url.startswith("postgresql") else "sqlite"
+    with temporary_store(backend, tmp_path) as ledger_store:
+        _settled(url, ledger_store if backend == "postgresql" else str(tmp_path / "ledger.sqlite"))
     with open_store(url) as store:
         with store.transaction() as db:
             tamper(db)
@@ -126,6 +155,20 @@ def test_each_kind_of_tampering_is_detected_with_its_own_code(
     assert got == 1, err
     assert out.splitlines()[1].strip().startswith(f"error[{code}]"), out
     assert _cli("evidence", "a1", "--store", url, capsys=capsys)[0] == 1
+
+
+def test_an_event_cut_from_the_end_of_the_log_is_named_by_the_agreement_row(url: str) -> None:
+    """The last event's record is its event row (store migration 15): deleting the row deletes the record
+    with it, and the chain that is left is whole. The agreement row still counts the event."""
+    _released(url)
+    with open_store(url) as store:
+        with store.transaction() as db:
+            db.execute("DELETE FROM outbox WHERE reference = 'a1/3/0'")
+            db.execute("DELETE FROM events WHERE event_id = 'a1/3'")
+        check = verify_evidence(store, "a1")
+    assert [(p.code, p.seq, p.message) for p in check.problems] == [
+        ("PW586", None, "agreement `a1` is at version 3, but its event log holds events 1..2: events were deleted "
+                        "or added")]  # fmt: skip
 
 
 def test_the_codes_of_the_cases_are_distinct_per_kind() -> None:

@@ -38,12 +38,15 @@ from pactwright.canonical import canonical_bytes, hash_bytes
 from pactwright.cli.main import main
 from pactwright.errors import LedgerError
 from pactwright.runtime import TestClock, open_agreement, submit
+from pactwright.runtime._evidence_chain import chain_rows
 from pactwright.runtime.evidence import verify_evidence
 from pactwright.runtime.ledger_db import open_ledger
 from pactwright.runtime.numscript import Posting
 from pactwright.runtime.store import Store, open_store
+from pactwright.runtime.store._backend import Backend
 from pactwright.runtime.store._migrations import LATEST
 from pactwright.runtime.worker import CRASH_ENV, Worker
+from tests import _chain_tamper as chain
 from tests.signed_bundles import BACKENDS, PACT_ID
 from tests.test_runtime_worker import (
     HAPPY,
@@ -51,7 +54,6 @@ from tests.test_runtime_worker import (
     ROOT,
     T0,
     environment,
-    evidence,
     outbox_rows,
     run_steps,
     tamper,
@@ -90,11 +92,22 @@ def _problems(url: str, agreement_id: str) -> list[tuple[str, int | None]]:
 
 
 def _stored_rows(store: Store, agreement_id: str) -> list[tuple[int, str, str | None, str]]:
-    """(seq, kind, prev_hash, hash) of every evidence row of the agreement, as stored."""
+    """(seq, kind, prev_hash, hash) of every record of the agreement's chain, as stored: the `evidence` rows and
+    the links on its event rows (store migration 15)."""
     with store.transaction(write=False) as db:
-        found = db.query("SELECT seq, kind, prev_hash, hash FROM evidence WHERE agreement_id = ? ORDER BY seq",
-                         (agreement_id,))  # fmt: skip
-    return [(int(s), str(k), None if p is None else str(p), str(h)) for s, k, p, h in found]
+        found = chain_rows(db, agreement_id)
+    return [(int(s), str(k), None if p is None else str(p), str(h)) for s, k, p, h, _ in found]
+
+
+def _stored_hash(db: Backend, agreement_id: str, seq: int) -> str:
+    """The stored hash of record `seq` of the agreement's chain."""
+    return next(str(row[3]) for row in chain_rows(db, agreement_id) if int(row[0]) == seq)
+
+
+def _records(url: str, agreement_id: str) -> list[dict[str, Any]]:
+    """Every record of the agreement's chain, in sequence order, wherever it is stored."""
+    with open_store(url) as store, store.transaction(write=False) as db:
+        return chain.records(db, agreement_id)
 
 
 def _rows(url: str, agreement_id: str) -> list[tuple[int, str, str | None, str]]:
@@ -128,11 +141,13 @@ def _edit_outbox_row(url: str) -> None:
 
 
 def _edit_event_record(url: str) -> None:
-    """The event's record says another amount; its hash column is left as it was."""
+    """The event's record says another amount; its hash is left as it was. The record is the event row (store
+    migration 15), so the row's payload says the other amount and its `evidence_hash` is untouched."""
     with open_store(url) as store, store.transaction() as db:
-        text = str(db.query("SELECT record FROM evidence WHERE agreement_id = 't1' AND seq = 1")[0][0])
-        db.execute("UPDATE evidence SET record = ? WHERE agreement_id = 't1' AND seq = 1",
-                   (text.replace('"amount":"6490"', '"amount":"649000"'),))  # fmt: skip
+        record, digest = chain.record_at(db, 1, "t1"), _stored_hash(db, "t1", 1)
+        assert record["postings"][0]["amount"] == "6490"
+        record["postings"][0]["amount"] = "649000"
+        chain.write(db, record, digest, agreement_id="t1")
 
 
 @pytest.mark.parametrize(("edit", "reason"), [
@@ -165,7 +180,7 @@ def test_an_edit_made_while_the_claiming_worker_lies_dead_is_quarantined_unappli
     rows = {r["reference"]: r for r in outbox_rows(url)}
     assert rows["t1/1/0"]["status"] == "quarantined" and str(rows["t1/1/0"]["last_error"]).startswith(reason)
     assert rows["t1/3/0"]["status"] == "pending" and rows["t1/3/0"]["attempts"] == 0
-    assert [r["kind"] for r in evidence(url, "t1")] == ["opened", "event", "event", "event", "quarantined"]
+    assert [r["kind"] for r in _records(url, "t1")] == ["opened", "event", "event", "event", "quarantined"]
     _linked(url, "t1")
     problems = _problems(url, "t1")
     assert problems and not _LINK_CODES & {c for c, _ in problems}, problems
@@ -176,20 +191,19 @@ def test_an_edit_made_while_the_claiming_worker_lies_dead_is_quarantined_unappli
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_an_earlier_event_record_rewritten_with_its_hash_is_not_delivered(backend: str, tmp_path: Path) -> None:
     """The fund event's record (seq 1, not the head: seq 2 names its old hash) is rewritten to 6490.00 EUR
-    with its hash column recomputed, and the outbox row edited to the same amount; the event log still holds
-    64.90 EUR. The chain no longer verifies (PW584 at 2, PW586 at 1), so nothing of `t1/1/0` may be booked
-    at the forged amount."""
+    with its hash recomputed, and the outbox row edited to the same amount. The record is the event row
+    (store migration 15): its payload is rewritten and its `evidence_hash` recomputed. The chain no longer
+    verifies (PW584 at 2), so nothing of `t1/1/0` may be booked at the forged amount."""
     with environment(backend, tmp_path) as url:
         run_steps(url, "t1")
         with open_store(url) as store, store.transaction() as db:
-            text = db.query("SELECT record FROM evidence WHERE agreement_id = 't1' AND seq = 1")[0][0]
-            record = json.loads(str(text))
+            record = chain.record_at(db, 1, "t1")
             record["postings"][0]["amount"] = "649000"
-            data = canonical_bytes(record)
-            db.execute("UPDATE evidence SET record = ?, hash = ? WHERE agreement_id = 't1' AND seq = 1",
-                       (data.decode("utf-8"), hash_bytes(data)))  # fmt: skip
+            chain.write(db, record, hash_bytes(canonical_bytes(record)), agreement_id="t1")
         _edit_outbox_row(url)
-        assert {c for c, _ in _problems(url, "t1")} >= {"PW584", "PW586"}
+        # Record 1 is the event row since store migration 15: the edit is the event log's too, so no record
+        # disagrees with the log any more (PW586 at 1 before); the link from record 2 still names the old hash.
+        assert _problems(url, "t1") == [("PW584", 2)]
         with open_store(url) as store, open_ledger(None, url) as ledger:
             Worker(store, ledger, TestClock(T0)).drain()
         _, postings, balances = _ledger(url)
@@ -227,7 +241,7 @@ def test_two_worker_processes_deliver_every_entry_once_in_commit_order(url: str,
         mine = [r for r in references if r.startswith(f"{agreement_id}/")]
         assert mine == [f"{agreement_id}/1/0", f"{agreement_id}/3/0"]  # commit order per agreement
         assert balances.get(f"escrow:{agreement_id}", 0) == 0
-        kinds = [(r["kind"], r.get("reference")) for r in evidence(url, agreement_id) if r["kind"] != "event"]
+        kinds = [(r["kind"], r.get("reference")) for r in _records(url, agreement_id) if r["kind"] != "event"]
         assert kinds == [("opened", None), ("delivered", f"{agreement_id}/1/0"), ("delivered", f"{agreement_id}/3/0")]
         _linked(url, agreement_id)
         assert _problems(url, agreement_id) == []
@@ -262,7 +276,7 @@ def test_a_worker_whose_lease_ran_out_finds_its_entry_delivered_and_appends_noth
     references, postings, _ = _ledger(url)
     assert references == ["w1/1/0", "w1/3/0"]
     assert postings["w1/1/0"] == [Posting("world", "escrow:w1", 6490, "EUR/2")]
-    assert [r.get("reference") for r in evidence(url, "w1") if r["kind"] == "delivered"] == ["w1/1/0", "w1/3/0"]
+    assert [r.get("reference") for r in _records(url, "w1") if r["kind"] == "delivered"] == ["w1/1/0", "w1/3/0"]
     assert _problems(url, "w1") == []
 
 
@@ -407,8 +421,10 @@ def test_a_refused_program_is_refused_again_and_its_fix_applies_once(url: str) -
 
 
 def _rewind_before_12(url: str, backend: str) -> None:
-    """The store as a release before migration 12 left it: migration 3's index, no record of 12 or later."""
+    """The store as a release before migration 12 left it: migration 3's index, every event's record an
+    `evidence` row and no evidence link on the event rows (as before migration 15), no record of 12 or later."""
     with open_store(url) as store, store.transaction() as db:
+        chain.undo_event_links(db)
         if backend == "postgresql":
             db.execute("DROP INDEX outbox_due")
             db.execute("CREATE INDEX outbox_due ON outbox (status, created_at, agreement_id, event_seq, group_index)")
@@ -461,3 +477,7 @@ def test_a_store_migrated_to_12_with_entries_pending_drains_them_in_claim_order(
             code = main(["evidence", "verify", agreement_id, "--store", url])
             out, err = capsys.readouterr()
             assert code == 0 and out.startswith(f"evidence of {agreement_id} verifies: 6 records"), (out, err)
+        with open_store(url) as store, store.transaction(write=False) as db:
+            # Committed before migration 15: the events' records stay `evidence` rows, their event rows unlinked.
+            assert db.query("SELECT COUNT(*) FROM evidence WHERE kind = 'event'")[0][0] == 3 * len(ids)
+            assert db.query("SELECT COUNT(*) FROM events WHERE evidence_seq IS NOT NULL")[0][0] == 0

@@ -453,6 +453,21 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
         backends=("postgresql",),
     ),
+    Migration(
+        15,
+        "an event's evidence link on its event row",
+        (
+            # An event's evidence record repeated the event row: its command, states, postings,
+            # stamps, manifest and approval, plus the event's id, time and outbox references. From
+            # here on the record is not stored twice: the event row holds its place in the chain
+            # (sequence number, predecessor's hash, own hash), and the record's bytes are derived
+            # from the row and its outbox entries (`rows.event_record`): an edit of the event row
+            # breaks the record's hash. Records committed before stay in `evidence`, NULL here.
+            "ALTER TABLE events ADD COLUMN evidence_seq INTEGER",
+            "ALTER TABLE events ADD COLUMN evidence_prev TEXT",
+            "ALTER TABLE events ADD COLUMN evidence_hash TEXT",
+        ),
+    ),
 )
 # The migration that created the effect, approval-request and party tables.
 EFFECT_TABLES = 4
