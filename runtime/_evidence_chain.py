@@ -100,12 +100,16 @@ def _walk(check: ChainCheck, rows: list[tuple[Any, ...]]) -> set[str]:
     named: set[str] = set()
     expected_seq, prev_hash = 0, None
     for raw_seq, kind, row_prev, stored_hash, text in rows:
-        seq, data = int(raw_seq), _text(text)
+        seq, data = _place(raw_seq), _text(text)
 
         def flag(code: str, message: str, seq: int = seq) -> None:
-            check.problems.append(Problem(code, seq, message))
+            check.problems.append(Problem(code, seq if seq >= 0 else None, message))
             flagged.add(seq)
 
+        if seq < 0:  # not a whole number (SQLite keeps text or a fraction in an INTEGER column as given)
+            flag("PW583", f"an evidence record is numbered `{raw_seq}`, which is no place in the chain: records "
+                          "were renumbered")  # fmt: skip
+            continue
         if seq < expected_seq:  # a second record at a place already taken (one in each table, or a renumbering)
             flag("PW584", f"evidence record {seq} appears twice: the chain forks at record {seq}")
         elif seq != expected_seq:
@@ -198,7 +202,7 @@ def _event_rows(agreement_id: str, events: list[tuple[Any, ...]], outbox: list[t
     """
     references: dict[int, list[str]] = {}
     for event_seq, reference in outbox:
-        references.setdefault(int(event_seq), []).append(str(reference))
+        references.setdefault(event_seq, []).append(str(reference))
     out: list[tuple[Any, ...]] = []
     for event_id, payload, seq, committed_at, link_seq, link_prev, link_hash in events:
         if link_seq is None:
@@ -208,9 +212,9 @@ def _event_rows(agreement_id: str, events: list[tuple[Any, ...]], outbox: list[t
         if body is not None and type(committed_at) is int:
             prev = None if link_prev is None else str(link_prev)
             record = event_record(str(agreement_id), str(event_id), body, committed_at,
-                                  references.get(int(seq), []), (int(link_seq), prev))  # fmt: skip
+                                  references.get(_place(seq), []), (_place(link_seq), prev))  # fmt: skip
             data = canonical_bytes(record)
-        out.append((int(link_seq), "event", link_prev, link_hash, data))
+        out.append((link_seq, "event", link_prev, link_hash, data))
     return out
 
 
@@ -239,11 +243,13 @@ _CHAIN_SQL = (
 def _chain(db: Backend, agreement_id: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """(`chain_rows`, the agreement's event rows in sequence order as `_event_rows` reads them)."""
     found = db.query(_CHAIN_SQL, (agreement_id, agreement_id, agreement_id))
-    stored = sorted((tuple(r[1:6]) for r in found if r[0] == 0), key=lambda row: int(row[0]))
-    events = sorted(((r[6], r[5], r[8], r[7], r[1], r[3], r[4]) for r in found if r[0] == 1), key=lambda e: int(e[2]))
-    entries = sorted((int(r[1]), int(r[8]), r[5]) for r in found if r[0] == 2)  # (event, group, reference)
+    stored = [tuple(r[1:6]) for r in found if r[0] == 0]
+    events = sorted(
+        ((r[6], r[5], r[8], r[7], r[1], r[3], r[4]) for r in found if r[0] == 1), key=lambda e: _place(e[2])
+    )
+    entries = sorted((_place(r[1]), _place(r[8]), str(r[5])) for r in found if r[0] == 2)  # (event, group, reference)
     outbox = [(event_seq, reference) for event_seq, _, reference in entries]
-    rows = sorted([*stored, *_event_rows(agreement_id, events, outbox)], key=lambda row: int(row[0]))
+    rows = sorted([*stored, *_event_rows(agreement_id, events, outbox)], key=lambda row: _place(row[0]))
     return rows, events
 
 
@@ -268,7 +274,7 @@ def check_chain(db: Backend, agreement: Agreement, expect_head: str | None = Non
     _cross_check(check, agreement, [(e[0], e[1]) for e in events], settled, named)
     # The agreement row may have been read before a later command committed (the outbox worker reads it
     # first, in READ COMMITTED): the log may hold more events than its version counts, never fewer.
-    logged = [int(e[2]) for e in events]
+    logged = [_place(e[2]) for e in events]
     if logged != list(range(1, max(agreement.version, len(logged)) + 1)):
         check.problems.append(Problem("PW586", None, f"agreement `{agreement.id}` is at version "
                                       f"{agreement.version}, but its event log holds events "
@@ -278,6 +284,11 @@ def check_chain(db: Backend, agreement: Agreement, expect_head: str | None = Non
             Problem("PW587", len(rows) - 1, f"the chain ends at {check.head}, not at the recorded head {expect_head}")
         )
     return check
+
+
+def _place(value: object) -> int:
+    """A stored sequence number as an int; -1 for anything that is not a whole number (never a place)."""
+    return value if type(value) is int else -1
 
 
 def _ranges(numbers: list[int]) -> str:

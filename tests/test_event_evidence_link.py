@@ -14,7 +14,8 @@ migration keeps them and links new events after them.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -23,10 +24,12 @@ from pactwright.canonical import canonical_bytes, hash_bytes
 from pactwright.runtime import TestClock, submit
 from pactwright.runtime._agreement import HEAD_SQL, head_params
 from pactwright.runtime._evidence_chain import chain_rows
+from pactwright.runtime.activation import FixedClock, activate_files
 from pactwright.runtime.evidence import verify_evidence
 from pactwright.runtime.store import open_store
 from pactwright.runtime.store._backend import Backend
-from tests.test_runtime_commands import T0, _delivered, url
+from tests.signed_bundles import NOW, default_trust, signed, temporary_store
+from tests.test_runtime_commands import T0, _cli, _delivered, url
 from tests.test_runtime_keys_migration import V7_STORE
 
 __all__ = ["url"]  # the fixture, reused from the command tests
@@ -155,3 +158,33 @@ def test_a_record_written_at_a_place_an_event_row_holds_is_named_as_a_fork(url: 
                        ("a1", 3, "delivered", str(before[3]), hash_bytes(data), data.decode()))  # fmt: skip
         problems = [(p.code, p.seq, p.message) for p in verify_evidence(store, "a1").problems]
     assert problems[0] == ("PW584", 3, "evidence record 3 appears twice: the chain forks at record 3"), problems
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> Iterator[str]:
+    with temporary_store("sqlite", tmp_path) as store_url:
+        with open_store(store_url) as store:
+            activate_files(store, signed("1.0.0"), default_trust(), clock=FixedClock(datetime.fromisoformat(NOW)))
+        yield store_url
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        "UPDATE events SET evidence_seq = 'x' WHERE event_id = 'a1/2'",
+        "UPDATE events SET evidence_seq = 2.5 WHERE event_id = 'a1/2'",
+        "UPDATE evidence SET seq = 'x' WHERE agreement_id = 'a1' AND seq = 0",
+    ],
+)
+def test_a_place_that_is_not_a_whole_number_is_named_not_a_crash(
+    sqlite_url: str, edit: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SQLite keeps text or a fraction written into an INTEGER column as given; verify names it (exit 1)."""
+    _released(sqlite_url)
+    with open_store(sqlite_url) as store:
+        with store.transaction() as db:
+            db.execute(edit)
+        problems = verify_evidence(store, "a1").problems
+    code, out, err = _cli("evidence", "verify", "a1", "--store", sqlite_url, capsys=capsys)
+    assert code == 1 and "internal error" not in out + err, (out, err)
+    assert (problems[0].code, problems[0].seq) == ("PW583", None), problems
