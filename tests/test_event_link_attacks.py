@@ -20,7 +20,8 @@ outbox references and that place (`rows.event_record`). The attacks here:
   pending entry delivered afterwards, new events linked after the old
   records, and an old record still checked against its event row.
 
-A test that fails names the claim it disproves in its docstring.
+Each test's docstring names the claim it attacks; the race test failed on PostgreSQL when it was
+written, and says why.
 """
 
 from __future__ import annotations
@@ -122,15 +123,13 @@ def test_a_worker_racing_commands_never_forks_the_chain_nor_quarantines_an_hones
     """Claim 2, and claim 3 as the worker checks it. One process commits `deliver` and `release` on each
     agreement while another runs the outbox worker's claim of the agreement's `fund` entry.
 
-    The chain holds: every agreement's records are numbered 0..n once each and verify. But on PostgreSQL
-    the claim reads the agreement row, then (one statement later, each on its own READ COMMITTED snapshot)
-    the event log; a command committed in between makes the new check of the log against the agreement's
-    version (PW586) fire on an honest store, and the entry is quarantined unapplied (PW564): `[PW586]
-    agreement `r0010` is at version 1, but its event log holds events 1..2: events were deleted or added`.
-    The money never reaches the ledger, and the entries after it wait behind the quarantine. With plain
-    `drain` processes between one race in twenty and one in three hundred does this. (Before migration 15 the claim
-    read the evidence rows, then the event log, a window of the same kind; an event's record now comes with
-    its row, which closes that one, and the new version check opens this one.)"""
+    Every agreement's records must be numbered 0..n once each and verify, and no honest entry may be
+    quarantined. This failed on PostgreSQL when first written: the claim read the agreement row, then (one
+    statement later, each on its own READ COMMITTED snapshot) the event log; a command committed in between
+    made the check of the log against the agreement's version (PW586) fire on an honest store, and 13-28
+    entries a run were quarantined unapplied (PW564: `[PW586] agreement `r0010` is at version 1, but its
+    event log holds events 1..2`). The chain is now read in one statement, and the log may hold more events
+    than the version read before it counts, never fewer."""
     backend = "postgresql" if url.startswith("postgresql") else "sqlite"
     agreements = [f"r{n:04d}" for n in range(RACES[backend])]
     with open_store(url) as store:
