@@ -144,10 +144,10 @@ def _digest(command: object) -> str | None:
 def _outbox_rows(found: _Found, db: Backend, agreement_id: str, records: list[dict[str, Any]],
                  events: list[dict[str, Any]]) -> None:  # fmt: skip
     """Every outbox row is one an event record lists, with its postings, and its status has its record."""
-    listed: dict[str, tuple[int, dict[str, Any]]] = {}
+    listed: dict[str, tuple[int, dict[str, Any], int]] = {}  # reference -> (record's seq, record, group)
     for record in events:
-        for reference in record.get("outbox") or []:
-            listed[str(reference)] = (int(record["seq"]), record)
+        for group, reference in enumerate(record.get("outbox") or []):  # an event lists its entries in group order
+            listed[str(reference)] = (int(record["seq"]), record, group)
     settled: dict[str, list[str]] = {}
     last: dict[str, dict[str, Any]] = {}
     for record in records:
@@ -155,9 +155,9 @@ def _outbox_rows(found: _Found, db: Backend, agreement_id: str, records: list[di
             settled.setdefault(str(record.get("reference")), []).append(str(record["kind"]))
             last[str(record.get("reference"))] = record
     present = set()
-    for raw_reference, row_seq, raw_status, expected, returned, error in db.query(
-        "SELECT reference, event_seq, status, expected_postings, delivered_postings, last_error FROM outbox "
-        "WHERE agreement_id = ? ORDER BY event_seq, group_index",
+    for raw_reference, row_seq, row_group, raw_status, expected, returned, error in db.query(
+        "SELECT reference, event_seq, group_index, status, expected_postings, delivered_postings, last_error "
+        "FROM outbox WHERE agreement_id = ? ORDER BY event_seq, group_index",
         (agreement_id,),
     ):
         reference, status = str(raw_reference), str(raw_status)
@@ -165,7 +165,9 @@ def _outbox_rows(found: _Found, db: Backend, agreement_id: str, records: list[di
         if reference not in listed:
             found.add(None, f"outbox entry `{reference}` is listed by no event record")
             continue
-        seq, record = listed[reference]
+        seq, record, group = listed[reference]
+        if row_group != group:  # the order the worker delivers an event's entries in
+            found.add(seq, f"outbox entry `{reference}` disagrees with evidence record {seq} on its group")
         want = [{k: p.get(k) for k in ("source_address", "destination_address", "amount", "asset")}
                 for p in record.get("postings") or []]  # fmt: skip
         if int(row_seq) != event_seq(str(record.get("event_id"))) or _loads(expected) != want:
@@ -188,7 +190,7 @@ def _outbox_rows(found: _Found, db: Backend, agreement_id: str, records: list[di
             if differing:
                 found.add(int(record["seq"]), f"outbox entry `{reference}` disagrees with evidence record "
                                               f"{record['seq']} on {', '.join(differing)}")  # fmt: skip
-    for reference, (seq, _) in listed.items():
+    for reference, (seq, _, _) in listed.items():
         if reference not in present:
             found.add(seq, f"evidence record {seq} lists outbox entry `{reference}`, which the outbox does not hold")
 

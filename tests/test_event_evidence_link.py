@@ -188,3 +188,14 @@ def test_a_place_that_is_not_a_whole_number_is_named_not_a_crash(
     code, out, err = _cli("evidence", "verify", "a1", "--store", sqlite_url, capsys=capsys)
     assert code == 1 and "internal error" not in out + err, (out, err)
     assert (problems[0].code, problems[0].seq) == ("PW583", None), problems
+
+
+def test_an_outbox_entry_moved_to_another_group_is_named(url: str) -> None:
+    """The reference names the group, and the event's record lists its entries in group order; the row's
+    `group_index` (the order the worker delivers an event's entries in) must agree."""
+    _released(url)
+    with open_store(url) as store:
+        with store.transaction() as db:
+            db.execute("UPDATE outbox SET group_index = 4 WHERE reference = 'a1/3/0'")
+        problems = [(p.code, p.seq, p.message) for p in verify_evidence(store, "a1").problems]
+    assert problems == [("PW586", 3, "outbox entry `a1/3/0` disagrees with evidence record 3 on its group")]
