@@ -48,6 +48,7 @@ from pactwright.runtime.store._backend import Backend
 from pactwright.runtime.worker import Worker
 from tests import _chain_tamper as chain
 from tests.signed_bundles import BACKENDS, PACT_ID
+from tests.test_evidence_tamper_attacks import _committed as committed
 from tests.test_evidence_tamper_attacks import _problems, _tamper, url
 from tests.test_runtime_keys_migration import V7_STORE
 
@@ -58,12 +59,7 @@ PARTIES = {"buyer": "alice", "seller": "bob", "arbiter": "carol"}
 
 def _committed(store_url: str) -> None:
     """a1: fund, deliver, release (records 0..3, the events' on their rows); a2 only opened."""
-    with open_store(store_url) as store:
-        open_agreement(store, PACT_ID, {"price": "64.90"}, PARTIES, agreement_id="a1", clock=TestClock(T0))
-        open_agreement(store, PACT_ID, {"price": "10.00"}, PARTIES, agreement_id="a2", clock=TestClock(T0))
-        submit(store, "a1", "fund", "buyer", "alice", "fund", clock=TestClock(T0))
-        submit(store, "a1", "deliver", "seller", "bob", "deliver", clock=TestClock(T0 + 60))
-        submit(store, "a1", "release", "buyer", "alice", "release", clock=TestClock(T0 + 120))
+    committed(store_url)
     assert _problems(store_url) == []
 
 
