@@ -478,8 +478,7 @@ def evidence_insert(
 ) -> tuple[str, tuple[str, tuple[Any, ...]]]:
     """The record `append_evidence` appends after `head`: its hash and its INSERT, for the caller to batch."""
     seq, prev = head
-    record = {**body, "agreement": agreement_id, "seq": seq, "kind": kind, "prev_hash": prev}
-    data = canonical_bytes(record)
+    data = canonical_bytes(record_of(agreement_id, kind, body, head))
     digest = hash_bytes(data)
     return digest, (_EVIDENCE_INSERT, (agreement_id, seq, kind, prev, digest, data.decode("utf-8")))
 
@@ -493,6 +492,11 @@ def event_record(agreement_id: str, event_id: str, body: Mapping[str, Any], comm
     is walked (which derives the record's bytes from that row again).
     `outbox` is the event's outbox references in group order.
     """
+    return record_of(agreement_id, "event", {**body, "event_id": event_id, "committed_at": committed_at,
+                                             "outbox": outbox}, head)  # fmt: skip
+
+
+def record_of(agreement_id: str, kind: str, body: Mapping[str, Any], head: tuple[int, str | None]) -> dict[str, Any]:
+    """A record of the chain: `body` plus the agreement, its place, its kind and the previous record's hash."""
     seq, prev = head
-    return {**body, "event_id": event_id, "committed_at": committed_at, "outbox": outbox,
-            "agreement": agreement_id, "seq": seq, "kind": "event", "prev_hash": prev}  # fmt: skip
+    return {**body, "agreement": agreement_id, "seq": seq, "kind": kind, "prev_hash": prev}

@@ -190,19 +190,16 @@ def _cross_check(check: ChainCheck, agreement: Agreement, events: list[tuple[Any
             flag(None, f"outbox entry `{reference}` is {status} but has no evidence record: records were deleted")
 
 
-def _event_rows(agreement_id: str, events: list[tuple[Any, ...]], outbox: list[tuple[Any, ...]]
+def _event_rows(agreement_id: str, events: list[tuple[Any, ...]], references: dict[int, list[str]]
                 ) -> list[tuple[Any, ...]]:  # fmt: skip
     """The chain rows of the events that hold their own link (store migration 15), records derived.
 
     Each is `(seq, kind, prev_hash, hash, record bytes)` as an `evidence`
     row would be: the record is `rows.event_record` of the event row and
-    its outbox references, so an edited payload, id, time or reference
-    hashes differently (PW581). A payload that is not canonical JSON is
-    handed on as the record's bytes (PW580).
+    its outbox references (per event, in group order), so an edited
+    payload, id, time or reference hashes differently (PW581). A payload
+    that is not canonical JSON is handed on as the record's bytes (PW580).
     """
-    references: dict[int, list[str]] = {}
-    for event_seq, reference in outbox:
-        references.setdefault(event_seq, []).append(str(reference))
     out: list[tuple[Any, ...]] = []
     for event_id, payload, seq, committed_at, link_seq, link_prev, link_hash in events:
         if link_seq is None:
@@ -247,9 +244,10 @@ def _chain(db: Backend, agreement_id: str) -> tuple[list[tuple[Any, ...]], list[
     events = sorted(
         ((r[6], r[5], r[8], r[7], r[1], r[3], r[4]) for r in found if r[0] == 1), key=lambda e: _place(e[2])
     )
-    entries = sorted((_place(r[1]), _place(r[8]), str(r[5])) for r in found if r[0] == 2)  # (event, group, reference)
-    outbox = [(event_seq, reference) for event_seq, _, reference in entries]
-    rows = sorted([*stored, *_event_rows(agreement_id, events, outbox)], key=lambda row: _place(row[0]))
+    references: dict[int, list[str]] = {}
+    for event_seq, _, reference in sorted((_place(r[1]), _place(r[8]), str(r[5])) for r in found if r[0] == 2):
+        references.setdefault(event_seq, []).append(reference)
+    rows = sorted([*stored, *_event_rows(agreement_id, events, references)], key=lambda row: _place(row[0]))
     return rows, events
 
 
@@ -293,13 +291,10 @@ def _place(value: object) -> int:
 
 def _ranges(numbers: list[int]) -> str:
     """`1..3, 5` for [1, 2, 3, 5]: the event numbers a log holds, in its order."""
-    parts: list[str] = []
-    start = prev = None
-    for n in [*numbers, None]:
-        if start is not None and (n is None or prev is None or n != prev + 1):
-            parts.append(str(start) if start == prev else f"{start}..{prev}")
-            start = None
-        if n is not None and start is None:
-            start = n
-        prev = n
-    return ", ".join(parts)
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}..{r[-1]}" for r in runs)
