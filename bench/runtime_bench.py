@@ -44,7 +44,7 @@ raw-sql then submit and the other way round in turn, and the ratio printed
 is the median of the pairs' ratios, with its range.
 
 Run: `python bench/runtime_bench.py [--commands N] [--rounds R] [--postgres URL] [--backends sqlite,postgresql]`
-(default 300 commands per configuration and round; PostgreSQL at postgresql://root@127.0.0.1:5432/test).
+(default 1,500 commands per configuration and round; PostgreSQL at postgresql://root@127.0.0.1:5432/test).
 """
 
 from __future__ import annotations
@@ -81,6 +81,9 @@ PRICE = "64.90"
 T0 = 1780315200  # 2026-06-01T12:00:00Z, the test clock's time for every command
 POSTGRES_URL = "postgresql://root@127.0.0.1:5432/test"
 PROCESS_COUNTS = (1, 2, 4)
+# Per configuration and round. Long enough that a pair spans several WAL checkpoints and fsync stalls on
+# SQLite (at 300 a pair lasted about 0.1 s, and one stall moved its ratio by a tenth either way).
+COMMANDS = 1500
 # (transition, role, party, state after, postings as the runtime computes them for PRICE)
 MIX = (
     ("fund", "buyer", "alice", "funded", (("world", "escrow", 6490),)),
@@ -439,7 +442,9 @@ def _pooled(runs: Sequence[Measured]) -> Measured:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--commands", type=int, default=300, help="commands per configuration (default 300)")
+    parser.add_argument(
+        "--commands", type=int, default=COMMANDS, help=f"commands per configuration (default {COMMANDS})"
+    )
     parser.add_argument("--postgres", default=POSTGRES_URL, help=f"PostgreSQL URL (default {POSTGRES_URL})")
     parser.add_argument("--backends", default="sqlite,postgresql", help="comma-separated: sqlite, postgresql")
     parser.add_argument("--rounds", type=int, default=3, help="back-to-back raw-sql/submit pairs per configuration")
