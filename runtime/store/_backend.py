@@ -295,6 +295,7 @@ class PostgresBackend:
             self._conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
             raise unreachable(url, first_line(exc)) from None
+        self._together: Any = None  # the cursor `query_many` sends several reads through as one statement
         # A search_path naming only schemas that do not exist leaves no schema to read or create in: that
         # is a store that is not there (as a missing SQLite file is), not an empty one.
         try:
@@ -324,27 +325,31 @@ class PostgresBackend:
         self._conn.execute(self._sql(sql), tuple(params))
 
     def query_many(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[tuple[Any, ...]]]:
-        """Several reads in ONE statement and one round trip, each statement's rows in order, in binary.
+        """Several reads, each statement's rows in order, answered in binary; in ONE round trip where exact.
 
-        Each read becomes one column, `ARRAY(SELECT ROW(t.*) FROM (<read>) t)`:
-        its rows as an array of records, in the read's own order (a
-        subquery with ORDER BY is never flattened into the outer query, and
-        an ARRAY of a subquery keeps the order the subquery yields). Binary
-        answers type each record's fields by their own OIDs, exactly as a
-        read of its own is typed, and carry file contents as raw bytes, not
-        hex. All reads see one snapshot, as in the caller's transaction they
-        would anyway. A round trip to a nearby server costs more than the
-        reads of a command (bench/runtime_bench.py); psycopg's pipeline mode
-        saves fewer, as it still waits once per statement.
+        A round trip to a nearby server costs more than the reads of a
+        command (bench/runtime_bench.py); psycopg's pipeline mode saves
+        fewer, as it still waits once per statement. So the reads travel as
+        one statement (`_pg_reads`), all on one snapshot, as in the caller's
+        transaction they would anyway, and go one by one only where the one
+        statement would not answer exactly as they would. Binary answers
+        carry a bundle's file contents as raw bytes, not hex.
         """
-        if len(statements) == 1:
-            sql, params = statements[0]
-            rows = self._conn.execute(self._sql(sql), tuple(params), binary=True).fetchall()
-            return [[tuple(bytes(v) if isinstance(v, memoryview) else v for v in row) for row in rows]]
-        columns = ", ".join(f"ARRAY(SELECT ROW(t.*) FROM ({sql}) t)" for sql, _ in statements)  # noqa: S608
-        params = tuple(v for _, values in statements for v in values)
-        (answer,) = self._conn.execute(self._sql(f"SELECT {columns}"), params, binary=True).fetchall()
-        return [[tuple(bytes(v) if isinstance(v, memoryview) else v for v in row) for row in rows] for rows in answer]
+        from pactwright.runtime.store import _pg_reads
+
+        if _pg_reads.mergeable(statements):
+            sql, params = _pg_reads.together_sql(statements)
+            if self._together is None:
+                self._together = _pg_reads.typed_cursor(self._conn)
+            try:
+                (answer,) = self._together.execute(self._sql(sql), params).fetchall()
+            except _pg_reads.UntypedField:
+                pass  # a read-only statement whose answer is dropped: the reads go one by one below
+            else:
+                return [[_plain(row) for row in rows] for rows in answer]
+        execute, sql_of = self._conn.execute, self._sql
+        answers = [execute(sql_of(sql), tuple(params), binary=True).fetchall() for sql, params in statements]
+        return [[_plain(row) for row in rows] for rows in answers]
 
     def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         with self._conn.cursor() as cursor:  # psycopg pipelines executemany: one round trip, not one per row
@@ -404,6 +409,10 @@ class PostgresBackend:
 
     def close(self) -> None:
         self._conn.close()
+
+
+def _plain(row: Sequence[Any]) -> tuple[Any, ...]:
+    return tuple(bytes(v) if isinstance(v, memoryview) else v for v in row)
 
 
 def connect(url: str, *, create: bool = True) -> Backend:
