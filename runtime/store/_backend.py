@@ -319,7 +319,7 @@ class PostgresBackend:
         if any(type(v) is str and not storable(v) for v in params):
             return []
         rows = self._conn.execute(self._sql(sql), tuple(params)).fetchall()
-        return [tuple(bytes(v) if isinstance(v, memoryview) else v for v in row) for row in rows]
+        return [_plain(row) for row in rows]
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         self._conn.execute(self._sql(sql), tuple(params))
@@ -412,6 +412,7 @@ class PostgresBackend:
 
 
 def _plain(row: Sequence[Any]) -> tuple[Any, ...]:
+    """A row as Python values: bytea a driver hands over as a memoryview becomes bytes."""
     return tuple(bytes(v) if isinstance(v, memoryview) else v for v in row)
 
 
